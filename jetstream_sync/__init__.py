@@ -1,0 +1,115 @@
+# jetstream_sync: a blocking, thread-safe NATS JetStream client (ADR-37) on
+# top of nats-py, for scripts, notebooks and Spark.
+#
+# This module only re-exports the public names; ``__all__`` is pinned by
+# tests/test_exported_members.py.
+"""A blocking, thread-safe NATS JetStream client (ADR-37) built on nats-py.
+
+    import jetstream_sync as jss
+
+    with jss.connect("nats://127.0.0.1:4222") as client:
+        js = client.jetstream()
+        js.create_stream(name="ORDERS", subjects=["ORDERS.*"])
+        js.publish("ORDERS.new", b"hello")
+        consumer = js.create_consumer("ORDERS", durable_name="worker")
+        for msg in consumer.fetch(max_messages=10):
+            msg.ack()
+"""
+
+from ._headers import Headers
+from ._retry import RetryPolicy
+from .client import Client, connect
+from .config import (
+    AccountInfo,
+    AckPolicy,
+    ConsumerConfig,
+    ConsumerInfo,
+    DeliverPolicy,
+    DiscardPolicy,
+    PubAck,
+    ReplayPolicy,
+    RetentionPolicy,
+    StorageType,
+    StoredMsg,
+    StoreCompression,
+    StreamConfig,
+    StreamInfo,
+)
+from .consumer import Consumer
+from .errors import (
+    APIError,
+    ClientClosedError,
+    ConsumerDeletedError,
+    ConsumerExistsError,
+    ConsumerNotFoundError,
+    JetStreamError,
+    JetStreamNotEnabledError,
+    JetStreamNotEnabledForAccountError,
+    MessageAlreadyAckedError,
+    MessageNotFoundError,
+    NoHeartbeatError,
+    NoRespondersError,
+    NoServersError,
+    NotConnectedError,
+    StreamNameInUseError,
+    StreamNotFoundError,
+    StreamWrongLastMsgIdError,
+    StreamWrongLastSequenceError,
+    StreamWrongStreamError,
+    TimeoutError,
+)
+from .jetstream import JetStream
+from .message import Msg, MsgMetadata, SequencePair
+from .pull import MessageBatch
+from .stream import Stream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "APIError",
+    "AccountInfo",
+    "AckPolicy",
+    "Client",
+    "ClientClosedError",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerDeletedError",
+    "ConsumerExistsError",
+    "ConsumerInfo",
+    "ConsumerNotFoundError",
+    "DeliverPolicy",
+    "DiscardPolicy",
+    "Headers",
+    "JetStream",
+    "JetStreamError",
+    "JetStreamNotEnabledError",
+    "JetStreamNotEnabledForAccountError",
+    "MessageAlreadyAckedError",
+    "MessageBatch",
+    "MessageNotFoundError",
+    "Msg",
+    "MsgMetadata",
+    "NoHeartbeatError",
+    "NoRespondersError",
+    "NoServersError",
+    "NotConnectedError",
+    "PubAck",
+    "ReplayPolicy",
+    "RetentionPolicy",
+    "RetryPolicy",
+    "SequencePair",
+    "StorageType",
+    "StoreCompression",
+    "StoredMsg",
+    "Stream",
+    "StreamConfig",
+    "StreamInfo",
+    "StreamNameInUseError",
+    "StreamNotFoundError",
+    "StreamWrongLastMsgIdError",
+    "StreamWrongLastSequenceError",
+    "StreamWrongStreamError",
+    "TimeoutError",
+    "__version__",
+    "connect",
+]

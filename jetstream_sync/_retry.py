@@ -1,0 +1,76 @@
+# Retry policies for idempotent requests, defined once on top of tenacity.
+#
+# Rule 1: this module decides *how* to retry (bounded attempts, exponential
+#         backoff with jitter, only errors whose ``retriable`` is true); callers
+#         decide *whether* a call is idempotent and opt in.
+# Rule 2: retries never hide a closed client or a bad argument.
+from __future__ import annotations
+
+import logging
+from typing import Callable, TypeVar
+
+import attrs
+import tenacity
+
+__all__ = ["NO_RETRY", "RetryPolicy"]
+
+log = logging.getLogger("jetstream_sync")
+
+T = TypeVar("T")
+
+
+def _is_retriable(exc: BaseException) -> bool:
+    return bool(getattr(exc, "retriable", False))
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """How idempotent JetStream requests (info, lookups, get_msg, publish with msg_id) are retried.
+
+    ``attempts`` counts the first try (1 = no retry); between tries the wait
+    grows exponentially from ``initial_backoff`` up to ``max_backoff`` seconds,
+    with jitter. Only errors flagged ``retriable`` are retried: timeouts, no
+    responders (a leader election), 503 API errors, a full outbound buffer
+    while reconnecting.
+    """
+
+    attempts: int = attrs.field(default=3)
+    initial_backoff: float = attrs.field(default=0.1)
+    max_backoff: float = attrs.field(default=2.0)
+
+    @attempts.validator
+    def _check_attempts(self, attribute: attrs.Attribute, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"attempts must be an int >= 1, got {value!r}")
+
+    @initial_backoff.validator
+    @max_backoff.validator
+    def _check_backoff(self, attribute: attrs.Attribute, value: float) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{attribute.name} must be a number of seconds >= 0, got {value!r}")
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` until it succeeds, raises a non-retriable error, or attempts run out.
+
+        Blocks the calling thread while backing off (interruptible). The last
+        error is re-raised as it was.
+        """
+        if self.attempts == 1:
+            return fn()
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=tenacity.wait_exponential_jitter(initial=self.initial_backoff, max=self.max_backoff),
+            retry=tenacity.retry_if_exception(_is_retriable),
+            reraise=True,
+            before_sleep=_log_retry,
+        )
+        return retrying(fn)
+
+
+def _log_retry(state: tenacity.RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    log.info("jetstream_sync: retrying after %r (attempt %d)", exc, state.attempt_number)
+
+
+#: A policy that never retries.
+NO_RETRY = RetryPolicy(attempts=1)

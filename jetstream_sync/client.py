@@ -1,0 +1,570 @@
+# The Client: one nats-py connection owned by one private event loop thread.
+#
+# Rule 1: this is the only module that imports nats-py's client, and
+#         ``_translate`` is the only place nats-py exceptions become ours.
+# Rule 2: the hot paths (acks, publishes, pulled messages) never pay a blocking
+#         loop round trip per message: writes go through the Outbox (one
+#         crossing per batch) and inbox messages reach a plain callback on the
+#         loop thread without nats-py's per-subscription queue and task.
+# Rule 3: JetStream API semantics live in jetstream.py, not here.
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import itertools
+import logging
+import os
+import ssl
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import nats
+import nats.errors
+from nats.aio.client import Client as _NatsClient
+from nats.protocol.command import hpub_cmd, pub_cmd
+
+from . import errors
+from ._headers import Headers, encode_headers
+from ._loop import EventLoopThread, Outbox
+from .message import Msg
+
+__all__ = ["Client", "connect"]
+
+log = logging.getLogger("jetstream_sync")
+
+#: Raw inbox handler, run on the loop thread: (subject, reply, data, raw_headers).
+RawHandler = Callable[[bytes, bytes, bytes, bytes], None]
+
+_USER_CALLBACKS = ("error_cb", "disconnected_cb", "reconnected_cb", "closed_cb", "discovered_server_cb",
+                   "lame_duck_mode_cb")
+
+
+def _translate(exc: BaseException) -> BaseException:
+    """Map a nats-py (or asyncio) exception to the most specific jetstream_sync error."""
+    if isinstance(exc, errors.JetStreamError):
+        return exc
+    if isinstance(exc, nats.errors.NoRespondersError):
+        return errors.NoRespondersError("no responders: nobody is subscribed to the subject")
+    if isinstance(exc, (nats.errors.TimeoutError, asyncio.TimeoutError)):
+        return errors.TimeoutError(str(exc) or "timed out waiting for the server")
+    if isinstance(exc, (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError)):
+        return errors.ClientClosedError("the connection is closed or draining")
+    if isinstance(exc, nats.errors.OutboundBufferLimitError):
+        return errors.NotConnectedError("disconnected and the outbound buffer is full; retry after reconnect")
+    if isinstance(exc, nats.errors.MaxPayloadError):
+        return ValueError("data: message is larger than the server's max_payload")
+    if isinstance(exc, nats.errors.BadSubjectError):
+        return ValueError("subject: not a valid NATS subject")
+    if isinstance(exc, (nats.errors.NoServersError, OSError)):
+        return errors.NoServersError(f"could not connect to any server: {exc}")
+    if isinstance(exc, nats.errors.Error):
+        return errors.JetStreamError(str(exc) or type(exc).__name__)
+    return exc
+
+
+async def _translated(coro: Any) -> Any:
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        mapped = _translate(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+
+
+class _Connection(_NatsClient):
+    """nats-py's client with a raw fast path for our inbox subscriptions.
+
+    Messages on a subscription registered through ``Client.subscribe_raw``
+    are handed straight to a plain function on the loop thread, with the raw
+    header block (so message sizes are counted exactly as the server counts
+    them and multi-valued headers survive), skipping nats-py's Msg object,
+    header parsing, per-subscription queue and task.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._raw_handlers: dict[int, RawHandler] = {}
+
+    async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+        handler = self._raw_handlers.get(sid)
+        if handler is None:
+            return await super()._process_msg(sid, subject, reply, data, headers)
+        self.stats["in_msgs"] += 1
+        self.stats["in_bytes"] += len(data)
+        try:
+            handler(subject, reply, data, headers)
+        except Exception:  # a handler bug must not kill the reader task
+            log.exception("jetstream_sync: inbox handler failed")
+
+    def write_nowait(self, cmd: bytes) -> None:
+        """Append a protocol command to the outbound buffer and wake the flusher.
+
+        Synchronous (loop thread only), the same bookkeeping nats-py's
+        ``publish`` does, without a coroutine per message.
+        """
+        if self.is_closed:
+            raise errors.ClientClosedError("the connection is closed")
+        if self.is_draining_pubs:
+            raise errors.ClientClosedError("the connection is draining")
+        if not self.is_connected and (
+            self._max_pending_size <= 0 or self._pending_data_size + len(cmd) > self._max_pending_size
+        ):
+            raise errors.NotConnectedError("disconnected and the outbound buffer is full; retry after reconnect")
+        self._pending.append(cmd)
+        self._pending_data_size += len(cmd)
+        self.stats["out_msgs"] += 1
+        q = self._flush_queue
+        if self.is_connected and q is not None and q.empty():
+            try:
+                q.put_nowait(asyncio.get_running_loop().create_future())
+            except asyncio.QueueFull:  # pragma: no cover - the flusher is already awake
+                pass
+
+
+class _Listener:
+    """Loop-thread hooks for connection events (pull engines implement these)."""
+
+    def on_disconnected(self) -> None: ...
+    def on_reconnected(self) -> None: ...
+    def on_closed(self) -> None: ...
+
+
+def _check_timeout(timeout: Any, name: str = "timeout", allow_none: bool = True) -> float | None:
+    if timeout is None and allow_none:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds{' or None' if allow_none else ''}, got {timeout!r}")
+    if not timeout > 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def encode_payload(data: Any, name: str = "data") -> bytes:
+    """Bytes for a payload: bytes-like as is, str as UTF-8; anything else is a TypeError."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, str):
+        return data.encode()
+    raise TypeError(f"{name} must be bytes or str, got {type(data).__name__}")
+
+
+def check_subject(subject: Any, name: str = "subject") -> str:
+    if not isinstance(subject, str):
+        raise TypeError(f"{name} must be a str, got {type(subject).__name__}")
+    if not subject or any(c in subject for c in " \t\r\n") or subject.startswith(".") or subject.endswith(".") \
+            or ".." in subject:
+        raise ValueError(f"{name} must be a non-empty NATS subject without whitespace or empty tokens, got {subject!r}")
+    return subject
+
+
+class Client:
+    """A blocking, thread-safe NATS connection driven by a private event loop thread.
+
+    Create it with :func:`connect`. Every method may be called from any thread
+    except the client's own loop thread (``RuntimeError`` there, since waiting
+    would deadlock). Blocking methods take ``timeout=`` in seconds (default:
+    the client's ``timeout``) and wake every 0.25 s, so Ctrl-C interrupts
+    them promptly and leaves the client usable. After :meth:`close`, every
+    call raises :class:`ClientClosedError`; so does any use in a process
+    forked from the one that connected.
+
+    Not picklable: pass the connection options and call ``connect()`` where
+    the client is needed (a Spark worker, a subprocess).
+    """
+
+    def __init__(self, servers: str | Sequence[str] = "nats://127.0.0.1:4222", *, name: str | None = None,
+                 timeout: float = 5.0, **options: Any) -> None:
+        self._timeout = _check_timeout(timeout, allow_none=False)
+        servers = _normalize_servers(servers)
+        self._servers = servers
+        self._name = name
+        user_callbacks = {}
+        for key in _USER_CALLBACKS:
+            cb = options.pop(key, None)
+            if cb is None:
+                continue
+            if inspect.iscoroutinefunction(cb) or not callable(cb):
+                raise TypeError(f"{key} must be a plain function (it runs on a jetstream_sync worker thread, "
+                                f"never on the event loop), got {cb!r}")
+            user_callbacks[key] = cb
+        tls = options.get("tls")
+        if tls is not None and not isinstance(tls, ssl.SSLContext):
+            raise TypeError(f"tls must be an ssl.SSLContext, got {type(tls).__name__}")
+        self._user_callbacks = user_callbacks
+        self._events: concurrent.futures.ThreadPoolExecutor | None = None
+        self._events_lock = threading.Lock()
+        self._listeners: set[_Listener] = set()
+        self._close_lock = threading.Lock()
+        self._inbox_ids = itertools.count(1)
+        self._lt = EventLoopThread(f"jetstream-sync-loop-{name or 'client'}")
+        self._lt.start()
+        self._outbox = Outbox(self._lt, self._write_batch)
+        self._nc: _Connection
+        try:
+            n = len(servers)
+            connect_timeout = options.pop("connect_timeout", max(1, int(min(self._timeout, 5))))
+            budget = (connect_timeout + 1) * max(1, n) * 2 + 2
+            self._nc = self._lt.run(_translated(self._connect(servers, name, connect_timeout, options)), budget)
+        except BaseException:
+            self._lt.stop(reason="the client failed to connect")
+            raise
+        self._finalizer = weakref.finalize(self, _finalize, self._lt, self._nc)
+
+    async def _connect(self, servers: list[str], name: str | None, connect_timeout: int,
+                       options: dict[str, Any]) -> _Connection:
+        nc = _Connection()
+        await nc.connect(
+            servers=servers, name=name, connect_timeout=connect_timeout,
+            error_cb=self._on_error, disconnected_cb=self._on_disconnected,
+            reconnected_cb=self._on_reconnected, closed_cb=self._on_closed,
+            **options,
+        )
+        return nc
+
+    # -- connection events (loop thread) ---------------------------------------
+
+    def _dispatch_user(self, key: str, *args: Any) -> None:
+        cb = self._user_callbacks.get(key)
+        if cb is None or self._lt.closed:
+            return
+        with self._events_lock:
+            if self._events is None:
+                self._events = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jetstream-sync-events")
+            try:
+                self._events.submit(cb, *args)
+            except RuntimeError:  # executor shut down while closing
+                pass
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.debug("jetstream_sync: connection error: %r", exc)
+        self._dispatch_user("error_cb", _translate(exc))
+
+    async def _on_disconnected(self) -> None:
+        log.info("jetstream_sync: disconnected")
+        for lst in list(self._listeners):
+            lst.on_disconnected()
+        self._dispatch_user("disconnected_cb")
+
+    async def _on_reconnected(self) -> None:
+        log.info("jetstream_sync: reconnected to %s", self._nc.connected_url)
+        for lst in list(self._listeners):
+            lst.on_reconnected()
+        self._dispatch_user("reconnected_cb")
+
+    async def _on_closed(self) -> None:
+        for lst in list(self._listeners):
+            lst.on_closed()
+        self._dispatch_user("closed_cb")
+
+    def add_listener(self, listener: _Listener) -> None:
+        """Register connection-event hooks (loop thread)."""
+        self._listeners.add(listener)
+
+    def remove_listener(self, listener: _Listener) -> None:
+        self._listeners.discard(listener)
+
+    # -- internals used by the rest of the package ------------------------------
+
+    @property
+    def loop_thread(self) -> EventLoopThread:
+        return self._lt
+
+    @property
+    def default_timeout(self) -> float:
+        return self._timeout
+
+    def timeout_or_default(self, timeout: Any, name: str = "timeout") -> float | None:
+        """Resolve a ``timeout=`` argument: ``...``/missing means the client default."""
+        if timeout is ...:
+            return self._timeout
+        return _check_timeout(timeout, name)
+
+    def call(self, coro: Any, timeout: float | None) -> Any:
+        """Run a coroutine on the loop, translating nats-py errors; block until done.
+
+        Blocks at most ``timeout`` plus a grace period. Raises what the coroutine
+        raises (translated), ``ClientClosedError``, ``TimeoutError``, or
+        ``RuntimeError`` on the loop thread.
+        """
+        return self._lt.run(_translated(coro), timeout)
+
+    @property
+    def nc(self) -> _Connection:
+        """The nats-py connection (loop thread only)."""
+        return self._nc
+
+    def write(self, cmd: bytes, on_error: Callable[[BaseException], None] | None = None) -> None:
+        """Queue a protocol command for the loop thread; never blocks. Thread-safe."""
+        self._outbox.put((cmd, on_error))
+
+    def _write_batch(self, items: list) -> None:
+        nc = self._nc
+        for cmd, on_error in items:
+            try:
+                nc.write_nowait(cmd)
+            except Exception as exc:
+                if on_error is not None:
+                    on_error(exc)
+                else:
+                    log.warning("jetstream_sync: dropped a fire-and-forget write: %s", exc)
+
+    def new_inbox(self) -> str:
+        """A unique inbox subject (no I/O). Thread-safe."""
+        return self._nc.new_inbox()
+
+    async def subscribe_raw(self, subject: str, handler: RawHandler) -> Any:
+        """Subscribe on the loop thread with a raw handler; returns the nats-py Subscription.
+
+        The handler runs on the loop thread for every message (never user code).
+        nats-py's pending limits do not apply: messages never sit in its queue.
+        """
+        sub = await self._nc.subscribe(subject, pending_msgs_limit=0, pending_bytes_limit=0)
+        self._nc._raw_handlers[sub._id] = handler
+        return sub
+
+    async def unsubscribe_raw(self, sub: Any) -> None:
+        self._nc._raw_handlers.pop(sub._id, None)
+        if not self._nc.is_closed:
+            try:
+                await sub.unsubscribe()
+            except nats.errors.Error:
+                pass
+
+    # -- public API ----------------------------------------------------------
+
+    @property
+    def is_connected(self) -> bool:
+        """True while connected (False while reconnecting or after close). No I/O."""
+        return not self._lt.closed and self._nc.is_connected
+
+    @property
+    def is_closed(self) -> bool:
+        """True once :meth:`close` or :meth:`drain` finished (or the connection gave up)."""
+        return self._lt.closed or self._nc.is_closed
+
+    @property
+    def connected_url(self) -> str | None:
+        """The server URL currently connected to, or None. No I/O."""
+        url = self._nc.connected_url
+        return None if url is None else url.geturl()
+
+    @property
+    def max_payload(self) -> int:
+        """The server's maximum message size in bytes (from its INFO). No I/O."""
+        return self._nc.max_payload
+
+    def jetstream(self, *, domain: str | None = None, api_prefix: str | None = None, timeout: float | None = None,
+                  retry: Any = None, max_pending: int = 4000) -> Any:
+        """Return a JetStream context bound to this client (no I/O).
+
+        ``domain`` selects ``$JS.<domain>.API``; ``api_prefix`` overrides the
+        prefix (exclusive with ``domain``). ``timeout`` is the default for
+        every call on the context (default: the client's). ``retry`` is a
+        :class:`RetryPolicy` for idempotent requests. ``max_pending`` bounds
+        ``publish_async`` in-flight messages.
+        """
+        from .jetstream import JetStream
+
+        return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, retry=retry,
+                         max_pending=max_pending)
+
+    def publish(self, subject: str, data: bytes | str = b"", *, reply: str | None = None,
+                headers: Mapping[str, str | Sequence[str]] | None = None) -> None:
+        """Publish a core NATS message. Never blocks on the network; thread-safe.
+
+        The message is queued for the loop thread and written with the next
+        batch; call :meth:`flush` to wait until the server has it.
+
+        Raises:
+            TypeError/ValueError: bad subject, data or headers (nothing is sent).
+            ClientClosedError: the client is closed.
+        """
+        self._lt.check_usable()
+        self.write(build_pub(self, subject, data, reply, headers))
+
+    def request(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
+                timeout: float | None = ...) -> Msg:  # type: ignore[assignment]
+        """Send a request and block until the first reply; return it as a :class:`Msg`.
+
+        Blocks on the reply for at most ``timeout`` seconds.
+
+        Raises:
+            TimeoutError: no reply in time.
+            NoRespondersError: nobody is subscribed to ``subject``.
+            ClientClosedError: the client is closed.
+        """
+        t = self.timeout_or_default(timeout)
+        check_subject(subject)
+        payload = encode_payload(data)
+        hdrs = None if not headers else _single_valued(headers)
+
+        async def go() -> Msg:
+            m = await self._nc.request(subject, payload, timeout=t if t is not None else 1e9, headers=hdrs)
+            return Msg.from_nats(self, m)
+
+        return self.call(go(), t)
+
+    def flush(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Block until the server has processed everything written so far (a PING/PONG).
+
+        Raises TimeoutError, ClientClosedError.
+        """
+        t = self.timeout_or_default(timeout)
+        self._lt.check_usable()
+
+        async def go() -> None:
+            await self._nc.flush(timeout=int(t) + 1 if t is not None else 3600)
+
+        # Outbox items scheduled before this call are flushed first: call_soon is FIFO.
+        self.call(go(), t)
+
+    def drain(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Drain subscriptions and pending publishes, then close. Blocks until closed.
+
+        Idempotent; raises nothing if already closed.
+        """
+        self._shutdown(drain=True, timeout=self.timeout_or_default(timeout))
+
+    def close(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Close the connection, stop the loop thread and join it. Blocks at most ``timeout``.
+
+        Writes already queued (acks, publishes) are flushed first. Every call
+        waiting on this client gets :class:`ClientClosedError`. Idempotent; a
+        no-op in a forked child (the connection belongs to the parent).
+        Raises ``RuntimeError`` if called on the loop thread.
+        """
+        self._shutdown(drain=False, timeout=self.timeout_or_default(timeout))
+
+    def _shutdown(self, drain: bool, timeout: float | None) -> None:
+        with self._close_lock:
+            if self._lt.closed:
+                return
+            if self._lt.on_loop_thread():
+                raise RuntimeError("close() was called on the client's event loop thread; call it from another thread")
+            if os.getpid() == self._lt._pid:
+                budget = timeout if timeout is not None else 30.0
+
+                async def go() -> None:
+                    nc = self._nc
+                    if nc.is_closed:
+                        return
+                    try:
+                        if drain:
+                            await asyncio.wait_for(nc.drain(), budget)
+                        else:
+                            await asyncio.wait_for(nc.flush(timeout=max(1, int(budget / 2))), budget / 2)
+                    except Exception:
+                        pass
+                    if not nc.is_closed:
+                        await nc.close()
+
+                try:
+                    self._lt.run(go(), budget)
+                except (errors.JetStreamError, concurrent.futures.CancelledError):
+                    pass
+            self._lt.stop(timeout=budget if timeout else 5.0)
+            for lst in list(self._listeners):
+                try:
+                    lst.on_closed()
+                except Exception:  # pragma: no cover
+                    log.exception("jetstream_sync: close listener failed")
+            with self._events_lock:
+                if self._events is not None:
+                    # A callback that closes the client must not join its own thread.
+                    on_events = threading.current_thread().name.startswith("jetstream-sync-events")
+                    self._events.shutdown(wait=not on_events)
+            self._finalizer.detach()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a jetstream_sync Client holds a live connection and a thread and cannot be pickled; "
+            "pass the connection options (servers=..., credentials, ...) instead and call "
+            "jetstream_sync.connect() where the client is used"
+        )
+
+    def __repr__(self) -> str:
+        state = "closed" if self.is_closed else ("connected" if self.is_connected else "reconnecting")
+        return f"<jetstream_sync.Client {self._name or ''} {state} {self._servers}>"
+
+
+def _finalize(lt: EventLoopThread, nc: _Connection) -> None:
+    # The user forgot close(): stop the loop without the network round trip.
+    if not lt.closed and not lt.on_loop_thread():
+        lt.stop(timeout=1.0)
+
+
+def _normalize_servers(servers: Any) -> list[str]:
+    if isinstance(servers, str):
+        out = [s.strip() for s in servers.split(",") if s.strip()]
+    elif isinstance(servers, (list, tuple)):
+        out = list(servers)
+    else:
+        raise TypeError(f"servers must be a URL string or a list of URLs, got {type(servers).__name__}")
+    if not out or not all(isinstance(s, str) and s for s in out):
+        raise ValueError(f"servers must name at least one server URL, got {servers!r}")
+    return out
+
+
+def _single_valued(headers: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for k, v in headers.items():
+        out[k] = v if isinstance(v, str) else ",".join(v)
+    return out
+
+
+def prepare_pub(client: Client, subject: str, data: Any, headers: Mapping[str, Any] | None) -> tuple[str, bytes, bytes]:
+    """Validate a publish on the calling thread; return (subject, payload, header block)."""
+    check_subject(subject)
+    payload = encode_payload(data)
+    hdr = encode_headers(headers) if headers else b""
+    if len(payload) + len(hdr) > client.max_payload:
+        raise ValueError(f"data: {len(payload) + len(hdr)} bytes exceed the server's max_payload "
+                         f"of {client.max_payload}")
+    return subject, payload, hdr
+
+
+def pub_bytes(subject: str, reply: str, payload: bytes, hdr: bytes) -> bytes:
+    """The PUB/HPUB protocol command (no validation)."""
+    if hdr:
+        return hpub_cmd(subject, reply, hdr, payload)
+    return pub_cmd(subject, reply, payload)
+
+
+def build_pub(client: Client, subject: str, data: Any, reply: str | None,
+              headers: Mapping[str, Any] | None) -> bytes:
+    """Encode a PUB/HPUB command on the calling thread (validating every argument)."""
+    if reply is not None:
+        check_subject(reply, "reply")
+    subject, payload, hdr = prepare_pub(client, subject, data, headers)
+    return pub_bytes(subject, reply or "", payload, hdr)
+
+
+def connect(servers: str | Sequence[str] = "nats://127.0.0.1:4222", *, name: str | None = None,
+            timeout: float = 5.0, **options: Any) -> Client:
+    """Connect to NATS and return a blocking, thread-safe :class:`Client`.
+
+    ``servers`` is a URL, a comma-separated string or a list of URLs.
+    ``timeout`` (seconds) is the default for every blocking call. Other
+    keyword options go to nats-py's ``connect`` (user/password, token,
+    ``user_credentials`` (creds file), ``nkeys_seed``, ``tls`` (an
+    ``ssl.SSLContext``), ``max_reconnect_attempts``, ...). Event callbacks
+    (``error_cb``, ``disconnected_cb``, ``reconnected_cb``, ``closed_cb``)
+    are plain functions and run on a jetstream_sync event thread.
+
+    Blocks until connected. Raises ``NoServersError`` when no server could be
+    reached, ``TypeError``/``ValueError`` for bad options.
+    """
+    return Client(servers, name=name, timeout=timeout, **options)

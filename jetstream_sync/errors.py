@@ -1,0 +1,223 @@
+# The one exception tree of jetstream_sync.
+#
+# Rule 1: every error the package raises on purpose is defined here, except
+#         ValueError/TypeError for bad arguments (raised before anything is sent).
+# Rule 2: this module knows nothing of nats-py or asyncio; translating nats-py
+#         exceptions into these classes happens in exactly one place
+#         (``client._translate``), always with ``raise ... from exc``.
+"""Exceptions raised by jetstream_sync.
+
+The tree::
+
+    JetStreamError                      base of everything below
+    ├── APIError(code, err_code, description)   the server said no
+    │   ├── StreamNotFoundError             10059
+    │   ├── StreamNameInUseError            10058
+    │   ├── ConsumerNotFoundError           10014, 10149
+    │   ├── ConsumerExistsError             10148, 10105
+    │   ├── MessageNotFoundError            10037
+    │   ├── JetStreamNotEnabledForAccountError  10039
+    │   ├── StreamWrongStreamError          10060  (publish expected_stream failed)
+    │   ├── StreamWrongLastSequenceError    10071  (expected_last_seq / _subject_seq failed)
+    │   └── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
+    ├── ConsumerDeletedError            409 Consumer Deleted while pulling (terminal)
+    ├── NoHeartbeatError                2 x idle_heartbeat without a word (a warning)
+    ├── TimeoutError                    also a builtins.TimeoutError
+    ├── NoRespondersError               nobody listens on the subject
+    │   └── JetStreamNotEnabledError    ... and the subject was a JetStream API call
+    ├── NotConnectedError               disconnected and the outbound buffer is full
+    ├── NoServersError                  connect() reached no server (also a builtins.ConnectionError)
+    ├── ClientClosedError               the client was closed, or used after fork()
+    └── MessageAlreadyAckedError        a second ack/nak/term on one message
+
+``APIError`` subclasses are chosen by the server's ``err_code``; an unknown
+code still becomes a plain ``APIError`` carrying the code. Each class has a
+``retriable`` flag: the retry policy (``_retry``) retries only idempotent
+requests, and only on errors whose ``retriable`` is true.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, ClassVar, Mapping
+
+__all__ = [
+    "APIError",
+    "ClientClosedError",
+    "ConsumerDeletedError",
+    "ConsumerExistsError",
+    "ConsumerNotFoundError",
+    "JetStreamError",
+    "JetStreamNotEnabledError",
+    "JetStreamNotEnabledForAccountError",
+    "MessageAlreadyAckedError",
+    "MessageNotFoundError",
+    "NoHeartbeatError",
+    "NoRespondersError",
+    "NoServersError",
+    "NotConnectedError",
+    "StreamNameInUseError",
+    "StreamNotFoundError",
+    "StreamWrongLastMsgIdError",
+    "StreamWrongLastSequenceError",
+    "StreamWrongStreamError",
+    "TimeoutError",
+    "api_error_from",
+]
+
+
+class JetStreamError(Exception):
+    """Base class of every error jetstream_sync raises on purpose."""
+
+    #: True when trying the same idempotent request again may succeed.
+    retriable: ClassVar[bool] = False
+
+
+class APIError(JetStreamError):
+    """The JetStream API answered with an error.
+
+    ``code`` is the HTTP-like status (400, 404, 503...), ``err_code`` the
+    server's stable JetStream error number (10059 for "stream not found"),
+    ``description`` its text. Match on the subclass or on ``err_code``, never
+    on the description.
+    """
+
+    #: err_codes that select this class (filled for subclasses).
+    err_codes: ClassVar[tuple[int, ...]] = ()
+
+    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "") -> None:
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+        super().__init__(f"{description or 'JetStream API error'} (code={code}, err_code={err_code})")
+
+    @property
+    def retriable(self) -> bool:  # type: ignore[override]
+        # 503 means "JetStream temporarily unavailable" (leader election, catch-up).
+        return self.code == 503
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.err_code, self.description))
+
+
+class StreamNotFoundError(APIError):
+    """The stream does not exist."""
+
+    err_codes = (10059,)
+
+
+class StreamNameInUseError(APIError):
+    """A stream with this name exists with a different configuration."""
+
+    err_codes = (10058,)
+
+
+class ConsumerNotFoundError(APIError):
+    """The consumer does not exist (10014; 10149 when an update found none)."""
+
+    err_codes = (10014, 10149)
+
+
+class ConsumerExistsError(APIError):
+    """A consumer with this name exists with a different configuration."""
+
+    err_codes = (10148, 10105)
+
+
+class MessageNotFoundError(APIError):
+    """No message at that sequence, or none on that subject."""
+
+    err_codes = (10037,)
+
+
+class JetStreamNotEnabledForAccountError(APIError):
+    """JetStream is enabled on the server but not for this account."""
+
+    err_codes = (10039,)
+
+
+class StreamWrongStreamError(APIError):
+    """A publish with ``expected_stream`` landed on another stream."""
+
+    err_codes = (10060,)
+
+
+class StreamWrongLastSequenceError(APIError):
+    """A publish with ``expected_last_seq``/``expected_last_subject_seq`` found another sequence."""
+
+    err_codes = (10071,)
+
+
+class StreamWrongLastMsgIdError(APIError):
+    """A publish with ``expected_last_msg_id`` found another last message id."""
+
+    err_codes = (10070,)
+
+
+_REGISTRY: dict[int, type[APIError]] = {
+    code: cls
+    for cls in (
+        StreamNotFoundError,
+        StreamNameInUseError,
+        ConsumerNotFoundError,
+        ConsumerExistsError,
+        MessageNotFoundError,
+        JetStreamNotEnabledForAccountError,
+        StreamWrongStreamError,
+        StreamWrongLastSequenceError,
+        StreamWrongLastMsgIdError,
+    )
+    for code in cls.err_codes
+}
+
+
+def api_error_from(error: Mapping[str, Any]) -> APIError:
+    """Build the most specific ``APIError`` for a server ``{"code", "err_code", "description"}``."""
+    err_code = error.get("err_code")
+    cls = _REGISTRY.get(err_code, APIError) if isinstance(err_code, int) else APIError
+    return cls(error.get("code"), err_code, error.get("description") or "")
+
+
+class ConsumerDeletedError(JetStreamError):
+    """The consumer was deleted while a pull was waiting on it (409 Consumer Deleted). Terminal."""
+
+
+class NoHeartbeatError(JetStreamError):
+    """No message, status or heartbeat arrived for 2 x idle_heartbeat.
+
+    A warning: ``consume()``/``messages()`` report it and re-issue the pull.
+    """
+
+
+class TimeoutError(JetStreamError, builtins.TimeoutError):  # noqa: A001 - deliberate, documented
+    """An operation did not finish in time. Also a ``builtins.TimeoutError``."""
+
+    retriable = True
+
+
+class NoRespondersError(JetStreamError):
+    """Nobody is subscribed to the subject (for a publish: no stream captures it)."""
+
+    retriable = True
+
+
+class JetStreamNotEnabledError(NoRespondersError):
+    """A JetStream API request had no responders: JetStream is off, or the domain/prefix is wrong."""
+
+
+class NotConnectedError(JetStreamError):
+    """The client is reconnecting and its outbound buffer is full."""
+
+    retriable = True
+
+
+class NoServersError(JetStreamError, builtins.ConnectionError):
+    """``connect()`` could not reach any of the servers."""
+
+
+class ClientClosedError(JetStreamError):
+    """The client is closed, closing, or was created in another process (fork)."""
+
+
+class MessageAlreadyAckedError(JetStreamError):
+    """ack/nak/term was called on a message that already had a terminal acknowledgement."""

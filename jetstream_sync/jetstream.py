@@ -1,0 +1,412 @@
+# The JetStream context (ADR-37 "JetStreamContext"): stream and consumer
+# management, account info and publishing.
+#
+# Rule 1: every API request goes through ``JetStream.request``: one place for
+#         the prefix, JSON, timeouts, error envelopes and the retry policy
+#         (idempotent requests only).
+# Rule 2: no pull state and no worker threads here; handles (Stream,
+#         Consumer) are returned for that.
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+import attrs
+
+from . import errors
+from ._headers import Headers
+from ._loop import BRIDGE_GRACE, wait_future
+from ._publish import Publisher
+from ._retry import RetryPolicy
+from .api import ApiPrefix, decode
+from .client import check_subject, prepare_pub, pub_bytes
+from .config import (
+    AccountInfo,
+    ConsumerConfig,
+    ConsumerInfo,
+    PubAck,
+    StreamConfig,
+    StreamInfo,
+    validate_consumer_name,
+    validate_stream_name,
+)
+
+if TYPE_CHECKING:
+    import concurrent.futures
+
+    from .client import Client
+    from .consumer import Consumer
+    from .stream import Stream
+
+__all__ = ["JetStream"]
+
+_MSG_ID = "Nats-Msg-Id"
+_EXPECTED_STREAM = "Nats-Expected-Stream"
+_EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+_EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
+_EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+
+
+def config_from(cls: type, config: Any, fields: Mapping[str, Any]) -> Any:
+    """Build a config object from a config instance, a dict and/or keyword fields (validated)."""
+    allowed = attrs.fields_dict(cls)
+    for key in fields:
+        if key not in allowed:
+            raise TypeError(f"{cls.__name__} has no field {key!r}; allowed: {', '.join(sorted(allowed))}")
+    if config is None:
+        return cls(**fields)
+    if isinstance(config, Mapping):
+        return config_from(cls, None, {**config, **fields})
+    if not isinstance(config, cls):
+        raise TypeError(f"config must be a {cls.__name__} or a dict, got {type(config).__name__}")
+    return attrs.evolve(config, **fields) if fields else config
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_str(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty str, got {value!r}")
+    return value
+
+
+class JetStream:
+    """A JetStream context: manage streams and consumers, publish. Thread-safe.
+
+    Get one with ``client.jetstream()``. Every call blocks the calling thread
+    (except ``publish_async``, which blocks only while the window is full) for
+    at most ``timeout`` seconds (default: the context's), waking every 0.25 s
+    so Ctrl-C lands. Idempotent requests (info, lookups, listing, get_msg,
+    ``publish`` with ``msg_id``) are retried per ``retry``.
+    """
+
+    def __init__(self, client: "Client", *, domain: str | None = None, api_prefix: str | None = None,
+                 timeout: float | None = None, retry: RetryPolicy | None = None, max_pending: int = 4000) -> None:
+        self._client = client
+        self.api = ApiPrefix(domain, api_prefix)
+        self._timeout = client.default_timeout if timeout is None else client.timeout_or_default(timeout)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._publisher = Publisher(client, max_pending)
+
+    @property
+    def client(self) -> "Client":
+        return self._client
+
+    @property
+    def domain(self) -> str | None:
+        return self.api.domain
+
+    @property
+    def timeout(self) -> float:
+        """The default timeout of this context's calls, in seconds."""
+        return self._timeout
+
+    def resolve_timeout(self, timeout: Any) -> float | None:
+        """``...`` (not given) means this context's default; None means no limit."""
+        return self._timeout if timeout is ... else self._client.timeout_or_default(timeout)
+
+    # -- the one request path ----------------------------------------------------
+
+    def request(self, subject: str, payload: Mapping[str, Any] | None, timeout: Any = ..., *,
+                idempotent: bool) -> dict[str, Any]:
+        """Send one JetStream API request and return the decoded response.
+
+        Blocks for at most ``timeout`` per attempt. Raises the matching
+        ``APIError``, ``JetStreamNotEnabledError`` (no responders on the API),
+        ``TimeoutError``, ``ClientClosedError``.
+        """
+        t = self.resolve_timeout(timeout)
+        body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        client = self._client
+
+        def once() -> dict[str, Any]:
+            try:
+                reply = client.call(client.nc.request(subject, body, timeout=t if t is not None else 1e9), t)
+            except errors.NoRespondersError as exc:
+                raise errors.JetStreamNotEnabledError(
+                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
+                ) from exc
+            return decode(reply.data)
+
+        return self.retry.call(once) if idempotent else once()
+
+    def request_msg(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> Any:
+        """An idempotent request whose reply is a message, not JSON (direct get). Returns the nats-py reply."""
+        t = self.resolve_timeout(timeout)
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        client = self._client
+
+        def once() -> Any:
+            return client.call(client.nc.request(subject, body, timeout=t if t is not None else 1e9), t)
+
+        return self.retry.call(once)
+
+    # -- account ---------------------------------------------------------------
+
+    def account_info(self, *, timeout: float | None = ...) -> AccountInfo:  # type: ignore[assignment]
+        """Return this account's JetStream usage and limits (one request, retried)."""
+        return AccountInfo.from_response(self.request(self.api.account_info(), None, timeout, idempotent=True))
+
+    # -- streams ---------------------------------------------------------------
+
+    def create_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
+                      timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+        """Create a stream from a ``StreamConfig`` and/or keyword fields; return its handle.
+
+        Raises ``StreamNameInUseError`` if a stream of that name exists with a
+        different configuration; ValueError/TypeError for a bad config (nothing sent).
+        """
+        cfg = config_from(StreamConfig, config, fields)
+        resp = self.request(self.api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        return self._stream_handle(StreamInfo.from_response(resp))
+
+    def update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
+                      timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+        """Update an existing stream's configuration; return its handle.
+
+        Raises ``StreamNotFoundError`` when it does not exist, ``APIError`` for a
+        change the server refuses.
+        """
+        cfg = config_from(StreamConfig, config, fields)
+        resp = self.request(self.api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        return self._stream_handle(StreamInfo.from_response(resp))
+
+    def create_or_update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
+                                timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+        """Update the stream if it exists, else create it; return its handle."""
+        cfg = config_from(StreamConfig, config, fields)
+        try:
+            return self.update_stream(cfg, timeout=timeout)
+        except errors.StreamNotFoundError:
+            return self.create_stream(cfg, timeout=timeout)
+
+    def stream(self, name: str, *, timeout: float | None = ...) -> "Stream":  # type: ignore[assignment]
+        """Look a stream up (one STREAM.INFO request) and return its handle.
+
+        Raises ``StreamNotFoundError``.
+        """
+        return self._stream_handle(self.stream_info(name, timeout=timeout))
+
+    def stream_info(self, name: str, *, timeout: float | None = ...) -> StreamInfo:  # type: ignore[assignment]
+        """Return a stream's info (one request, retried). Raises ``StreamNotFoundError``."""
+        validate_stream_name(name, "name")
+        return StreamInfo.from_response(self.request(self.api.stream_info(name), None, timeout, idempotent=True))
+
+    def delete_stream(self, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Delete a stream and all its messages and consumers. Raises ``StreamNotFoundError``."""
+        validate_stream_name(name, "name")
+        self.request(self.api.stream_delete(name), None, timeout, idempotent=False)
+
+    def streams(self, subject: str | None = None, *, timeout: float | None = ...) -> Iterator[StreamInfo]:  # type: ignore[assignment]
+        """Iterate over every stream's info (optionally those capturing ``subject``), page by page.
+
+        Each page is one blocking request, made as iteration reaches it.
+        """
+        if subject is not None:
+            check_subject(subject)
+        return self._paged(self.api.stream_list(), "streams", subject, timeout, StreamInfo.from_response)
+
+    def stream_names(self, subject: str | None = None, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+        """Iterate over every stream name (optionally those capturing ``subject``), page by page."""
+        if subject is not None:
+            check_subject(subject)
+        return self._paged(self.api.stream_names(), "streams", subject, timeout, str)
+
+    def _paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
+        offset = 0
+        while True:
+            payload: dict[str, Any] = {"offset": offset}
+            if filter_subject is not None:
+                payload["subject"] = filter_subject
+            resp = self.request(subject, payload, timeout, idempotent=True)
+            items = resp.get(key) or []
+            for item in items:
+                yield convert(item)
+            offset += len(items)
+            total = resp.get("total", 0)
+            if not items or offset >= total:
+                return
+
+    def _stream_handle(self, info: StreamInfo) -> "Stream":
+        from .stream import Stream
+
+        return Stream(self, info)
+
+    # -- consumers -----------------------------------------------------------
+
+    def _upsert_consumer(self, stream: str, config: Any, fields: Mapping[str, Any], action: str | None,
+                         timeout: Any) -> "Consumer":
+        validate_stream_name(stream, "stream")
+        cfg = config_from(ConsumerConfig, config, fields)
+        name = cfg.name or cfg.durable_name
+        if action == "update" and not name:
+            raise ValueError("name: update_consumer needs the consumer's name (or durable_name)")
+        filter_subject = cfg.filter_subject if not cfg.filter_subjects else None
+        payload: dict[str, Any] = {"stream_name": stream, "config": cfg.to_request()}
+        if action:
+            payload["action"] = action
+        resp = self.request(self.api.consumer_create(stream, name, filter_subject), payload, timeout,
+                            idempotent=False)
+        return self._consumer_handle(ConsumerInfo.from_response(resp))
+
+    def create_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """Create a consumer on ``stream`` (ephemeral when it has no name); return its handle.
+
+        Raises ``ConsumerExistsError`` when one of that name exists with another
+        configuration, ``StreamNotFoundError``.
+        """
+        return self._upsert_consumer(stream, config, fields, "create", timeout)
+
+    def update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """Update an existing consumer; return its handle. Raises ``ConsumerNotFoundError``."""
+        return self._upsert_consumer(stream, config, fields, "update", timeout)
+
+    def create_or_update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                                  timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """Create the consumer, or update it if it exists; return its handle."""
+        return self._upsert_consumer(stream, config, fields, None, timeout)
+
+    def consumer(self, stream: str, name: str, *, timeout: float | None = ...) -> "Consumer":  # type: ignore[assignment]
+        """Look a consumer up (one CONSUMER.INFO request) and return its handle.
+
+        Raises ``ConsumerNotFoundError``, ``StreamNotFoundError``.
+        """
+        return self._consumer_handle(self.consumer_info(stream, name, timeout=timeout))
+
+    def consumer_info(self, stream: str, name: str, *, timeout: float | None = ...) -> ConsumerInfo:  # type: ignore[assignment]
+        """Return a consumer's info (one request, retried)."""
+        validate_stream_name(stream, "stream")
+        validate_consumer_name(name, "name")
+        return ConsumerInfo.from_response(
+            self.request(self.api.consumer_info(stream, name), None, timeout, idempotent=True))
+
+    def delete_consumer(self, stream: str, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Delete a consumer. Raises ``ConsumerNotFoundError``."""
+        validate_stream_name(stream, "stream")
+        validate_consumer_name(name, "name")
+        self.request(self.api.consumer_delete(stream, name), None, timeout, idempotent=False)
+
+    def consumers(self, stream: str, *, timeout: float | None = ...) -> Iterator[ConsumerInfo]:  # type: ignore[assignment]
+        """Iterate over every consumer's info on ``stream``, page by page."""
+        validate_stream_name(stream, "stream")
+        return self._paged(self.api.consumer_list(stream), "consumers", None, timeout, ConsumerInfo.from_response)
+
+    def consumer_names(self, stream: str, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+        """Iterate over every consumer name on ``stream``, page by page."""
+        validate_stream_name(stream, "stream")
+        return self._paged(self.api.consumer_names(stream), "consumers", None, timeout, str)
+
+    def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
+        from .consumer import Consumer
+
+        return Consumer(self, info)
+
+    # -- publishing ------------------------------------------------------------
+
+    def _pub_builder(self, subject: str, data: Any, headers: Mapping[str, Any] | None, msg_id: str | None,
+                     expected_stream: str | None, expected_last_seq: int | None,
+                     expected_last_subject_seq: int | None, expected_last_msg_id: str | None) -> Any:
+        """Validate a publish and return ``cmd_for(reply) -> bytes`` (no I/O)."""
+        hdrs: Headers | None = None
+        if headers is not None and not isinstance(headers, Mapping):
+            raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
+        extra: dict[str, str] = {}
+        if msg_id is not None:
+            extra[_MSG_ID] = _check_str(msg_id, "msg_id")
+        if expected_stream is not None:
+            extra[_EXPECTED_STREAM] = _check_str(expected_stream, "expected_stream")
+        if expected_last_seq is not None:
+            extra[_EXPECTED_LAST_SEQ] = str(_check_int(expected_last_seq, "expected_last_seq", 0))
+        if expected_last_subject_seq is not None:
+            extra[_EXPECTED_LAST_SUBJ_SEQ] = str(_check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
+        if expected_last_msg_id is not None:
+            extra[_EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
+        if extra:
+            hdrs = Headers.from_multi({**(Headers(headers).multi() if headers else {}),
+                                       **{k: [v] for k, v in extra.items()}})
+        elif headers:
+            hdrs = headers  # type: ignore[assignment]
+        subject, payload, hdr = prepare_pub(self._client, subject, data, hdrs)
+
+        def cmd_for(reply: str) -> bytes:
+            return pub_bytes(subject, reply, payload, hdr)
+
+        return cmd_for
+
+    def publish(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
+                msg_id: str | None = None, expected_stream: str | None = None,
+                expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
+                expected_last_msg_id: str | None = None,
+                timeout: float | None = ...) -> PubAck:  # type: ignore[assignment]
+        """Publish to a stream and block until the server stores it; return the ``PubAck``.
+
+        Blocks on the PubAck for at most ``timeout``. With ``msg_id`` the
+        server deduplicates within the stream's duplicate window, so the call
+        is retried per ``retry`` on timeouts and no responders.
+
+        Raises ``NoRespondersError`` at once when no stream captures ``subject``,
+        ``StreamWrong*Error`` when an ``expected_*`` check fails, ``TimeoutError``,
+        ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
+        """
+        t = self.resolve_timeout(timeout)
+        cmd_for = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
+                                    expected_last_subject_seq, expected_last_msg_id)
+        limit = t if t is not None else 3600.0
+
+        def once() -> PubAck:
+            fut = self._publisher.submit(cmd_for, limit, t)
+            deadline = None if t is None else time.monotonic() + t + BRIDGE_GRACE
+            return wait_future(fut, deadline, lambda: errors.TimeoutError("no PubAck from the server in time"))
+
+        return self.retry.call(once) if msg_id is not None else once()
+
+    def publish_async(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
+                      msg_id: str | None = None, expected_stream: str | None = None,
+                      expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
+                      expected_last_msg_id: str | None = None,
+                      timeout: float | None = ...) -> "concurrent.futures.Future[PubAck]":  # type: ignore[assignment]
+        """Publish without waiting for the PubAck; return a ``concurrent.futures.Future[PubAck]``.
+
+        At most ``max_pending`` publishes are in flight: when the window is
+        full this blocks until a slot frees (at most ``timeout``, then
+        ``TimeoutError``). The future ends with the PubAck or the error
+        ``publish`` would raise; its callbacks run on the loop thread, so keep
+        them short and never block in them. Not retried.
+        """
+        t = self.resolve_timeout(timeout)
+        cmd_for = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
+                                    expected_last_subject_seq, expected_last_msg_id)
+        return self._publisher.submit(cmd_for, t if t is not None else 3600.0, t)
+
+    def publish_async_pending(self) -> int:
+        """How many ``publish_async`` futures are still unresolved. No I/O."""
+        return self._publisher.in_flight()
+
+    def publish_async_complete(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Block until every outstanding ``publish_async`` future has resolved (ok or failed).
+
+        Raises ``TimeoutError`` if some are still unresolved after ``timeout``.
+        """
+        t = self.resolve_timeout(timeout)
+        self._client.loop_thread.check_usable()
+        deadline = None if t is None else time.monotonic() + t
+        for fut in self._publisher.outstanding():
+            try:
+                wait_future(fut, deadline, lambda: errors.TimeoutError(
+                    f"{self._publisher.in_flight()} publishes still unacknowledged after {t:.3g}s"))
+            except errors.TimeoutError:
+                if not fut.done():
+                    raise
+            except Exception:
+                pass  # the failure is on that future; the caller inspects it

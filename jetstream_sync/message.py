@@ -1,0 +1,228 @@
+# Msg: one delivered message, its ADR-15 metadata, and its acknowledgements.
+#
+# Rule 1: acks are fire-and-forget writes through the client's Outbox (one
+#         loop crossing per batch, never a network wait), except double_ack.
+# Rule 2: headers are kept raw and decoded on first use: most consumers never
+#         look at them, and the raw size is what the server counts.
+# Rule 3: metadata parsing is a pure function (parse_metadata), unit tested.
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._headers import Headers, decode_headers
+from .errors import JetStreamError, MessageAlreadyAckedError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["Msg", "MsgMetadata", "SequencePair", "parse_metadata"]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+# One lock for every message's ack flag: a lock per message would cost an
+# allocation on the hot path, and contention on acks of one message is rare.
+_ACK_LOCK = threading.Lock()
+
+_ACK = b"+ACK"
+_NAK = b"-NAK"
+_WPI = b"+WPI"
+_TERM = b"+TERM"
+
+
+@attrs.frozen(kw_only=True)
+class SequencePair:
+    """The message's position: ``stream`` sequence and ``consumer`` (delivery) sequence."""
+
+    stream: int
+    consumer: int
+
+
+@attrs.frozen(kw_only=True)
+class MsgMetadata:
+    """What the ``$JS.ACK`` reply subject says about a delivered message (ADR-15)."""
+
+    stream: str
+    consumer: str
+    sequence: SequencePair
+    num_delivered: int
+    num_pending: int
+    #: When the message was stored (timezone-aware UTC).
+    timestamp: _dt.datetime
+    #: The JetStream domain, or None.
+    domain: str | None = None
+
+
+def parse_metadata(reply: str) -> MsgMetadata:
+    """Parse a JetStream ack subject into :class:`MsgMetadata`.
+
+    Two formats (ADR-15): ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>``
+    (9 tokens) and ``$JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>...]``
+    (11 or more tokens; a domain of ``_`` means none). Raises ``ValueError`` for anything else.
+    """
+    if not reply:
+        raise ValueError("not a JetStream message: it has no reply subject")
+    tokens = reply.split(".")
+    n = len(tokens)
+    if n < 9 or n == 10 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        raise ValueError(f"not a JetStream ack subject: {reply!r}")
+    if n == 9:
+        domain = None
+        rest = tokens[2:]
+    else:
+        domain = None if tokens[2] in ("_", "") else tokens[2]
+        rest = tokens[4:11]
+    stream, consumer, delivered, sseq, cseq, ts, pending = rest
+    try:
+        return MsgMetadata(
+            stream=stream,
+            consumer=consumer,
+            sequence=SequencePair(stream=int(sseq), consumer=int(cseq)),
+            num_delivered=int(delivered),
+            num_pending=int(pending),
+            timestamp=_EPOCH + _dt.timedelta(microseconds=int(ts) // 1000),
+            domain=domain,
+        )
+    except ValueError:
+        raise ValueError(f"not a JetStream ack subject (non-numeric field): {reply!r}") from None
+
+
+class Msg:
+    """A message delivered by NATS or JetStream. Don't subclass.
+
+    Attributes ``subject``, ``reply``, ``data`` (bytes) and ``headers``
+    (:class:`Headers`, a ``dict`` of first values with ``get_all()`` for
+    multi-valued keys; empty when the message has none). Ack methods are
+    thread-safe and never block on the network, except :meth:`double_ack`.
+    """
+
+    __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_acked")
+
+    def __init__(self, client: "Client | None", subject: str, reply: str, data: bytes,
+                 raw_headers: bytes = b"", headers: Headers | None = None) -> None:
+        self._client = client
+        self.subject = subject
+        self.reply = reply
+        self.data = data
+        self._raw_headers = raw_headers
+        self._headers = headers
+        self._metadata: MsgMetadata | None = None
+        self._acked = False
+
+    @classmethod
+    def from_nats(cls, client: "Client | None", m: Any) -> "Msg":
+        """Wrap a nats-py message (headers already parsed by nats-py)."""
+        hdrs = Headers(m.headers) if m.headers else None
+        return cls(client, m.subject, m.reply or "", m.data, b"", hdrs)
+
+    @property
+    def headers(self) -> Headers:
+        """Message headers (decoded on first access). No I/O."""
+        h = self._headers
+        if h is None:
+            h = decode_headers(self._raw_headers) if self._raw_headers else None
+            if h is None:
+                h = Headers()
+            self._headers = h
+        return h
+
+    @property
+    def size(self) -> int:
+        """The message size as the server counts it: subject + reply + headers + data."""
+        return len(self.subject) + len(self.reply) + len(self._raw_headers) + len(self.data)
+
+    @property
+    def metadata(self) -> MsgMetadata:
+        """JetStream metadata parsed from the reply subject. No I/O.
+
+        Raises ``ValueError`` when this is not a JetStream message.
+        """
+        md = self._metadata
+        if md is None:
+            md = self._metadata = parse_metadata(self.reply)
+        return md
+
+    # -- acknowledgements --------------------------------------------------------
+
+    def _send_ack(self, payload: bytes, terminal: bool) -> None:
+        client = self._client
+        if client is None or not self.reply:
+            raise JetStreamError("this message cannot be acknowledged: it has no reply subject "
+                                 "(an AckNone consumer, a direct get or a core NATS message)")
+        if terminal:
+            with _ACK_LOCK:
+                if self._acked:
+                    raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
+                self._acked = True
+        try:
+            client.write(b"PUB " + self.reply.encode() + b" " + str(len(payload)).encode() + b"\r\n"
+                         + payload + b"\r\n")
+        except BaseException:
+            if terminal:
+                self._acked = False
+            raise
+
+    def ack(self) -> None:
+        """Acknowledge the message. Fire-and-forget: never blocks on the network.
+
+        Raises ``MessageAlreadyAckedError`` after a previous ack/nak/term,
+        ``ClientClosedError`` when the client is closed.
+        """
+        self._send_ack(_ACK, True)
+
+    def nak(self, delay: float | _dt.timedelta | None = None) -> None:
+        """Negatively acknowledge: ask for redelivery, after ``delay`` seconds if given. Never blocks."""
+        if delay is None:
+            self._send_ack(_NAK, True)
+            return
+        if isinstance(delay, _dt.timedelta):
+            delay = delay.total_seconds()
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+            raise TypeError(f"delay must be seconds (a number or timedelta), got {delay!r}")
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
+        self._send_ack(_NAK + b' {"delay": %d}' % int(delay * 1e9), True)
+
+    def in_progress(self) -> None:
+        """Tell the server work is in progress (resets the ack wait). Allowed any number of times."""
+        self._send_ack(_WPI, False)
+
+    def term(self, reason: str | None = None) -> None:
+        """Terminate: the server never redelivers this message. Never blocks."""
+        if reason is None:
+            self._send_ack(_TERM, True)
+            return
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+        self._send_ack(_TERM + b" " + reason.replace("\r", " ").replace("\n", " ").encode(), True)
+
+    def double_ack(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Acknowledge and block until the server confirms it (at most ``timeout`` seconds).
+
+        Raises ``MessageAlreadyAckedError``, ``TimeoutError`` (the ack may or
+        may not have landed; the message stays marked unacked so it can be
+        retried), ``ClientClosedError``.
+        """
+        client = self._client
+        if client is None or not self.reply:
+            raise JetStreamError("this message cannot be acknowledged: it has no reply subject")
+        t = client.timeout_or_default(timeout)
+        with _ACK_LOCK:
+            if self._acked:
+                raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
+            self._acked = True
+        try:
+            client.call(client.nc.request(self.reply, _ACK, timeout=t if t is not None else 1e9), t)
+        except BaseException:
+            self._acked = False
+            raise
+
+    @property
+    def acked(self) -> bool:
+        """True once ack/nak/term (or a successful double_ack) was sent."""
+        return self._acked
+
+    def __repr__(self) -> str:
+        return f"<Msg subject={self.subject!r} reply={self.reply!r} data={self.data[:32]!r}{'...' if len(self.data) > 32 else ''}>"

@@ -1,0 +1,152 @@
+# The Stream handle (ADR-37 "Streams"): info, purge, message get/delete and
+# the consumer calls scoped to one stream.
+#
+# Rule 1: a handle is cheap and holds no server resources; ``cached_info`` is
+#         what the last round trip said, ``info()`` makes a new one.
+# Rule 2: fetching and consuming live on Consumer, not here.
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from . import errors
+from ._headers import Headers
+from .client import check_subject
+from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_time
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .jetstream import JetStream
+
+__all__ = ["Stream"]
+
+# Headers a direct get adds to say where the message came from; StoredMsg
+# carries them as fields, so they are removed from its headers.
+_DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+                   "Nats-Last-Sequence")
+
+
+class Stream:
+    """A handle on one stream. Thread-safe; every method but ``cached_info`` blocks on one request."""
+
+    def __init__(self, js: "JetStream", info: StreamInfo) -> None:
+        self._js = js
+        self._info = info
+        self._lock = threading.Lock()
+        self.name: str = info.config.name
+
+    @property
+    def cached_info(self) -> StreamInfo:
+        """The info from the last server round trip. No I/O."""
+        return self._info
+
+    def info(self, *, timeout: float | None = ...) -> StreamInfo:  # type: ignore[assignment]
+        """Fetch fresh info from the server (retried) and cache it. Raises ``StreamNotFoundError``."""
+        info = self._js.stream_info(self.name, timeout=timeout)
+        self._info = info
+        return info
+
+    def purge(self, subject: str | None = None, sequence: int | None = None, keep: int | None = None, *,
+              timeout: float | None = ...) -> int:  # type: ignore[assignment]
+        """Remove messages: all, those on ``subject``, those below ``sequence``, or all but the last ``keep``.
+
+        ``sequence`` and ``keep`` are exclusive. Returns the number purged.
+        """
+        payload: dict[str, Any] = {}
+        if subject is not None:
+            payload["filter"] = check_subject(subject)
+        if sequence is not None and keep is not None:
+            raise ValueError("sequence and keep are exclusive: give one or the other")
+        if sequence is not None:
+            if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
+                raise ValueError(f"sequence must be an int >= 1, got {sequence!r}")
+            payload["seq"] = sequence
+        if keep is not None:
+            if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+                raise ValueError(f"keep must be an int >= 0, got {keep!r}")
+            payload["keep"] = keep
+        resp = self._js.request(self._js.api.stream_purge(self.name), payload or None, timeout, idempotent=False)
+        return int(resp.get("purged", 0))
+
+    def get_msg(self, seq: int, *, timeout: float | None = ...) -> StoredMsg:  # type: ignore[assignment]
+        """Return the stored message at stream sequence ``seq`` (retried).
+
+        Uses the direct get API when the stream allows it (served by any
+        replica), else ``STREAM.MSG.GET``. Raises ``MessageNotFoundError``.
+        """
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ValueError(f"seq must be an int >= 1, got {seq!r}")
+        return self._get({"seq": seq}, timeout)
+
+    def get_last_msg(self, subject: str, *, timeout: float | None = ...) -> StoredMsg:  # type: ignore[assignment]
+        """Return the last stored message on ``subject`` (retried). Raises ``MessageNotFoundError``."""
+        return self._get({"last_by_subj": check_subject(subject)}, timeout)
+
+    def _get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
+        if self._info.config.allow_direct:
+            return self._direct_get(payload, timeout)
+        resp = self._js.request(self._js.api.msg_get(self.name), payload, timeout, idempotent=True)
+        return StoredMsg.from_response(resp["message"])
+
+    def _direct_get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
+        reply = self._js.request_msg(self._js.api.direct_get(self.name), payload, timeout)
+        hdrs = reply.headers or {}
+        status = hdrs.get("Status")
+        if status:
+            desc = hdrs.get("Description", "")
+            if status == "404":
+                raise errors.MessageNotFoundError(404, 10037, desc or "no message found")
+            raise errors.APIError(int(status), None, desc or f"direct get failed with status {status}")
+        user = Headers({k: v for k, v in hdrs.items() if k not in _DIRECT_HEADERS})
+        return StoredMsg(
+            seq=int(hdrs["Nats-Sequence"]),
+            subject=hdrs["Nats-Subject"],
+            data=reply.data,
+            headers=user or None,
+            time=parse_time(hdrs.get("Nats-Time-Stamp")),
+        )
+
+    def delete_msg(self, seq: int, *, erase: bool = False, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """Delete the message at ``seq``; ``erase=True`` overwrites it on disk. Raises ``MessageNotFoundError``."""
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ValueError(f"seq must be an int >= 1, got {seq!r}")
+        payload: dict[str, Any] = {"seq": seq}
+        if not erase:
+            payload["no_erase"] = True
+        self._js.request(self._js.api.msg_delete(self.name), payload, timeout, idempotent=False)
+
+    # -- consumers on this stream ------------------------------------------------
+
+    def create_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """See ``JetStream.create_consumer``."""
+        return self._js.create_consumer(self.name, config, timeout=timeout, **fields)
+
+    def update_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """See ``JetStream.update_consumer``."""
+        return self._js.update_consumer(self.name, config, timeout=timeout, **fields)
+
+    def create_or_update_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                                  timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+        """See ``JetStream.create_or_update_consumer``."""
+        return self._js.create_or_update_consumer(self.name, config, timeout=timeout, **fields)
+
+    def consumer(self, name: str, *, timeout: float | None = ...) -> "Consumer":  # type: ignore[assignment]
+        """See ``JetStream.consumer``."""
+        return self._js.consumer(self.name, name, timeout=timeout)
+
+    def delete_consumer(self, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+        """See ``JetStream.delete_consumer``."""
+        self._js.delete_consumer(self.name, name, timeout=timeout)
+
+    def consumers(self, *, timeout: float | None = ...) -> Iterator[ConsumerInfo]:  # type: ignore[assignment]
+        """See ``JetStream.consumers``."""
+        return self._js.consumers(self.name, timeout=timeout)
+
+    def consumer_names(self, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+        """See ``JetStream.consumer_names``."""
+        return self._js.consumer_names(self.name, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"<Stream {self.name!r}>"

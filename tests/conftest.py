@@ -1,0 +1,128 @@
+# Charter: shared pytest fixtures. Server part: real nats-server processes
+# from jetstream_sync.server (one shared server, a per-test server for
+# tests that restart/kill, a shared 3-node cluster) and a session-end check
+# that no nats-server child is left running. Client fixtures go below it.
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from jetstream_sync.server import NatsCluster, NatsServer
+
+
+@pytest.fixture(scope="session")
+def nats_server():
+    """A JetStream server shared by the whole session; do not restart it."""
+    with NatsServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_server():
+    """A JetStream server of this test's own, free to restart or kill."""
+    with NatsServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def nats_cluster():
+    """A shared 3-node JetStream cluster. A test that restarts a node must
+    call wait_ready() before returning it."""
+    with NatsCluster(3) as cluster:
+        yield cluster
+
+
+def _child_nats_servers() -> list[tuple[int, str]]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process went away while scanning
+            continue
+        # comm sits in parentheses and may itself contain ") "
+        head, _, rest = text.rpartition(")")
+        comm = head.partition("(")[2]
+        state, ppid = rest.split()[:2]
+        if comm == "nats-server" and int(ppid) == os.getpid() and state != "Z":
+            found.append((int(stat.parent.name), state))
+    return found
+
+
+# Autouse and session-scoped, so it is set up first and torn down last:
+# after every server fixture has stopped its processes.
+@pytest.fixture(scope="session", autouse=True)
+def _no_nats_server_left_behind():
+    yield
+    if not Path("/proc/self/stat").exists():
+        return
+    leftovers = _child_nats_servers()
+    for pid, _ in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)  # our own children; don't let them outlive the run
+        except ProcessLookupError:
+            pass
+    if leftovers:
+        pytest.fail(f"nats-server processes left running by the tests: {leftovers}", pytrace=False)
+
+
+# --- client fixtures ----------------------------------------------------------
+
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import jetstream_sync as jss  # noqa: E402
+
+_OUR_THREADS = ("jetstream-sync-loop", "jetstream-sync-events", "jetstream-sync-worker")
+
+
+def our_threads() -> list[threading.Thread]:
+    """Threads jetstream_sync started that are still alive."""
+    return [t for t in threading.enumerate() if t.name.startswith(_OUR_THREADS)]
+
+
+def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_left_behind():
+    """Every test must close what it opens: no jetstream_sync thread survives it."""
+    before = set(our_threads())
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        left = [t for t in our_threads() if t not in before]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"threads left running after the test: {[t.name for t in left]}", pytrace=False)
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def client(nats_server):
+    """A connected client to the shared server, closed after the test."""
+    c = jss.connect(nats_server.url, name="test", timeout=5.0)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def js(client):
+    """A JetStream context; every stream the test made is deleted afterwards."""
+    ctx = client.jetstream()
+    yield ctx
+    if not client.is_closed:
+        for name in list(ctx.stream_names()):
+            ctx.delete_stream(name)
