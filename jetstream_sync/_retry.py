@@ -59,7 +59,8 @@ class RetryPolicy:
             return fn()
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.attempts),
-            wait=tenacity.wait_exponential_jitter(initial=self.initial_backoff, max=self.max_backoff),
+            wait=tenacity.wait_exponential(multiplier=self.initial_backoff, max=self.max_backoff)
+            + tenacity.wait_random(0, self.initial_backoff),
             retry=tenacity.retry_if_exception(_is_retriable),
             reraise=True,
             before_sleep=_log_retry,

@@ -1,0 +1,51 @@
+# RetryPolicy retries only retriable errors, a bounded number of times.
+import pytest
+
+import jetstream_sync as jss
+from jetstream_sync._retry import NO_RETRY
+
+
+def _flaky(failures, exc):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        if len(calls) <= failures:
+            raise exc
+        return "ok"
+
+    return fn, calls
+
+
+def test_retriable_errors_are_retried_until_success():
+    fn, calls = _flaky(2, jss.TimeoutError("slow"))
+    assert jss.RetryPolicy(attempts=3, initial_backoff=0, max_backoff=0).call(fn) == "ok"
+    assert len(calls) == 3
+
+
+def test_attempts_are_bounded_and_the_last_error_is_raised():
+    fn, calls = _flaky(5, jss.NoRespondersError("election"))
+    with pytest.raises(jss.NoRespondersError):
+        jss.RetryPolicy(attempts=2, initial_backoff=0, max_backoff=0).call(fn)
+    assert len(calls) == 2
+
+
+def test_non_retriable_errors_are_raised_at_once():
+    fn, calls = _flaky(1, jss.StreamNotFoundError(404, 10059, "nope"))
+    with pytest.raises(jss.StreamNotFoundError):
+        jss.RetryPolicy(attempts=5, initial_backoff=0).call(fn)
+    assert len(calls) == 1
+
+
+def test_no_retry_calls_once():
+    fn, calls = _flaky(1, jss.TimeoutError("slow"))
+    with pytest.raises(jss.TimeoutError):
+        NO_RETRY.call(fn)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"attempts": True}, {"initial_backoff": -1},
+                                    {"max_backoff": "1"}])
+def test_bad_policies_are_refused(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        jss.RetryPolicy(**kwargs)
