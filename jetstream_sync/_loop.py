@@ -33,11 +33,14 @@ WAKE_INTERVAL = 0.25
 BRIDGE_GRACE = 1.0
 
 
-def wait_future(fut: concurrent.futures.Future, deadline: float | None, on_timeout: Callable[[], BaseException]) -> Any:
+def wait_future(fut: concurrent.futures.Future, deadline: float | None, on_timeout: Callable[[], BaseException],
+                check: Callable[[], None] | None = None) -> Any:
     """Wait for ``fut`` in short slices until ``deadline`` (monotonic) and return its result.
 
     Blocks the calling thread; interruptible (KeyboardInterrupt propagates and
-    the future is left to the caller to cancel).
+    the future is left to the caller to cancel). ``check()`` runs after every
+    slice that ended without a result and may raise to abandon the wait (a
+    future whose loop died will never resolve).
     """
     while True:
         if deadline is None:
@@ -55,6 +58,8 @@ def wait_future(fut: concurrent.futures.Future, deadline: float | None, on_timeo
             # so a coroutine that raised one looks like a wait that timed out.
             if fut.done():
                 return fut.result()
+        if check is not None:
+            check()
 
 
 builtins_timeout = concurrent.futures.TimeoutError
@@ -187,22 +192,37 @@ class EventLoopThread:
         """
         try:
             self.check_usable()
+            # Submitted under the lock stop() takes to set ``_closed``: a
+            # coroutine is either on the loop before shutdown() collects the
+            # tasks to cancel, or refused here; it never lands on a dead loop.
+            with self._lock:
+                if self._closed:
+                    raise ClientClosedError(self._close_reason)
+                fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
         except BaseException:
             coro.close()
             raise
-        fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
         deadline = None if timeout is None else time.monotonic() + timeout + BRIDGE_GRACE
         try:
             return wait_future(fut, deadline, lambda: TimeoutError(
                 f"the operation did not finish within {timeout:.3g}s (+{BRIDGE_GRACE}s grace); "
-                "the event loop may be stalled"))
+                "the event loop may be stalled"), self._check_loop_alive)
         except concurrent.futures.CancelledError:
             if self._closed:
                 raise ClientClosedError(self._close_reason) from None
             raise
+        except ClientClosedError:
+            raise  # the loop is gone: cancelling would only schedule onto a closed loop
         except BaseException:
             fut.cancel()
             raise
+
+    def _check_loop_alive(self) -> None:
+        # A coroutine that survives stop()'s cancellation (it swallows
+        # CancelledError) never resolves its future once the loop has stopped:
+        # its waiter must not wait forever for it.
+        if self._closed and not self._thread.is_alive():
+            raise ClientClosedError(self._close_reason)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Schedule ``fn(*args)`` on the loop without waiting. Never blocks.

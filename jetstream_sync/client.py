@@ -97,7 +97,8 @@ class _Connection(_NatsClient):
         self.stats["in_msgs"] += 1
         self.stats["in_bytes"] += len(data)
         try:
-            handler(subject, reply, data, headers)
+            # nats-py's parser passes None, not b"", for a MSG without headers.
+            handler(subject, reply, data, headers or b"")
         except Exception:  # a handler bug must not kill the reader task
             log.exception("jetstream_sync: inbox handler failed")
 
@@ -219,14 +220,50 @@ class Client:
 
     async def _connect(self, servers: list[str], name: str | None, connect_timeout: int,
                        options: dict[str, Any]) -> _Connection:
+        # nats-py retries a failed *initial* connect like a reconnect
+        # (max_reconnect_attempts x reconnect_time_wait: two minutes by
+        # default). As in nats.go without RetryOnFailedConnect, the first
+        # connect tries each server once and then gives up with
+        # NoServersError; the reconnect options apply once connected.
         nc = _Connection()
-        await nc.connect(
+        failures: list[BaseException] = []
+        gave_up = asyncio.Event()
+        connecting = True
+
+        async def on_error(exc: Exception) -> None:
+            if connecting:
+                failures.append(exc)
+                if len(failures) >= len(servers):
+                    gave_up.set()
+            await self._on_error(exc)
+
+        attempt = asyncio.ensure_future(nc.connect(
             servers=servers, name=name, connect_timeout=connect_timeout,
-            error_cb=self._on_error, disconnected_cb=self._on_disconnected,
+            error_cb=on_error, disconnected_cb=self._on_disconnected,
             reconnected_cb=self._on_reconnected, closed_cb=self._on_closed,
+            discovered_server_cb=self._on_discovered_server, lame_duck_mode_cb=self._on_lame_duck_mode,
             **options,
-        )
-        return nc
+        ))
+        giving_up = asyncio.ensure_future(gave_up.wait())
+        try:
+            await asyncio.wait({attempt, giving_up}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled by run(): timeout or Ctrl-C
+            attempt.cancel()
+            raise
+        finally:
+            giving_up.cancel()
+        if attempt.done():
+            connecting = False
+            attempt.result()  # raises nats-py's error, translated by the caller
+            return nc
+        attempt.cancel()
+        await asyncio.gather(attempt, return_exceptions=True)
+        try:
+            await nc.close()
+        except Exception:  # pragma: no cover - half-open connection; the loop stops next anyway
+            pass
+        last = failures[-1]
+        raise errors.NoServersError(f"could not connect to any server of {servers}: {last!r}") from last
 
     # -- connection events (loop thread) ---------------------------------------
 
@@ -257,6 +294,13 @@ class Client:
         for lst in list(self._listeners):
             lst.on_reconnected()
         self._dispatch_user("reconnected_cb")
+
+    async def _on_discovered_server(self) -> None:
+        self._dispatch_user("discovered_server_cb")
+
+    async def _on_lame_duck_mode(self) -> None:
+        log.info("jetstream_sync: the server entered lame duck mode")
+        self._dispatch_user("lame_duck_mode_cb")
 
     async def _on_closed(self) -> None:
         for lst in list(self._listeners):
@@ -293,6 +337,11 @@ class Client:
         raises (translated), ``ClientClosedError``, ``TimeoutError``, or
         ``RuntimeError`` on the loop thread.
         """
+        try:
+            self._lt.check_usable()
+        except BaseException:
+            coro.close()  # never started: close it so it does not warn "never awaited"
+            raise
         return self._lt.run(_translated(coro), timeout)
 
     @property
@@ -420,7 +469,15 @@ class Client:
         self._lt.check_usable()
 
         async def go() -> None:
-            await self._nc.flush(timeout=int(t) + 1 if t is not None else 3600)
+            nc = self._nc
+            # nats-py writes its PING straight to the socket, ahead of commands
+            # still buffered for the flusher; write those first so the PONG
+            # really means "the server has everything sent before flush()".
+            if nc.is_connected and nc._pending_data_size:
+                nc._transport.writelines(nc._pending[:])
+                nc._pending = []
+                nc._pending_data_size = 0
+            await nc.flush(timeout=int(t) + 1 if t is not None else 3600)
 
         # Outbox items scheduled before this call are flushed first: call_soon is FIFO.
         self.call(go(), t)
@@ -448,8 +505,8 @@ class Client:
                 return
             if self._lt.on_loop_thread():
                 raise RuntimeError("close() was called on the client's event loop thread; call it from another thread")
+            budget = timeout if timeout is not None else 30.0
             if os.getpid() == self._lt._pid:
-                budget = timeout if timeout is not None else 30.0
 
                 async def go() -> None:
                     nc = self._nc
@@ -458,12 +515,15 @@ class Client:
                     try:
                         if drain:
                             await asyncio.wait_for(nc.drain(), budget)
-                        else:
+                        elif nc.is_connected:  # while reconnecting a flush could only wait out its timeout
                             await asyncio.wait_for(nc.flush(timeout=max(1, int(budget / 2))), budget / 2)
                     except Exception:
                         pass
                     if not nc.is_closed:
-                        await nc.close()
+                        try:
+                            await nc.close()
+                        except Exception as exc:  # e.g. ConnectionResetError: the server is already gone
+                            log.debug("jetstream_sync: error while closing the connection: %r", exc)
 
                 try:
                     self._lt.run(go(), budget)

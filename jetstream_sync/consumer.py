@@ -63,13 +63,15 @@ class Consumer:
         error. Messages arrive on the loop thread and are handed over through a
         queue; iteration runs on the caller's thread.
 
-        Blocks only to send the request (bounded by the context timeout).
+        Blocks only to send the request (at most ``timeout``, default the
+        context's timeout).
         Raises ValueError/TypeError for bad options (nothing sent); terminal
         errors (``ConsumerDeletedError``, ``APIError``, ``ClientClosedError``)
         are raised by iteration after the messages before them.
         """
         opts = fetch_options(max_messages, max_bytes, expires, idle_heartbeat)
-        return start_fetch(self, opts)
+        t = None if timeout is None else self.client.timeout_or_default(timeout)
+        return start_fetch(self, opts, t)
 
     def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> MessageBatch:
         """Like :meth:`fetch`, but only what is available right now; ends at once when nothing is."""
@@ -82,10 +84,15 @@ class Consumer:
         Raises ``jetstream_sync.TimeoutError`` when none arrives,
         ``ConsumerDeletedError`` when the consumer goes away while waiting.
         """
+        if timeout is None:
+            raise ValueError("timeout must be > 0 seconds for next(); use messages() to wait without a bound")
         opts = fetch_options(1, None, timeout, None)
         batch = start_fetch(self, opts)
-        for msg in batch:
-            return msg
+        try:
+            for msg in batch:
+                return msg
+        finally:
+            batch.stop()
         raise errors.TimeoutError(f"no message from consumer {self.name!r} within {timeout:.3g}s")
 
     def __repr__(self) -> str:

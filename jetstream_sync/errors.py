@@ -15,7 +15,7 @@ The tree::
     │   ├── StreamNameInUseError            10058
     │   ├── ConsumerNotFoundError           10014, 10149
     │   ├── ConsumerExistsError             10148, 10105
-    │   ├── MessageNotFoundError            10037
+    │   ├── MessageNotFoundError            10037, 10043
     │   ├── JetStreamNotEnabledForAccountError  10039
     │   ├── StreamWrongStreamError          10060  (publish expected_stream failed)
     │   ├── StreamWrongLastSequenceError    10071  (expected_last_seq / _subject_seq failed)
@@ -125,9 +125,9 @@ class ConsumerExistsError(APIError):
 
 
 class MessageNotFoundError(APIError):
-    """No message at that sequence, or none on that subject."""
+    """No message at that sequence, or none on that subject (10043: sequence not found on delete)."""
 
-    err_codes = (10037,)
+    err_codes = (10037, 10043)
 
 
 class JetStreamNotEnabledForAccountError(APIError):

@@ -8,6 +8,7 @@
 #         Consumer) are returned for that.
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import attrs
 
 from . import errors
-from ._headers import Headers
+from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, wait_future
 from ._publish import Publisher
 from ._retry import RetryPolicy
@@ -23,6 +24,7 @@ from .api import ApiPrefix, decode
 from .client import check_subject, prepare_pub, pub_bytes
 from .config import (
     AccountInfo,
+    AckPolicy,
     ConsumerConfig,
     ConsumerInfo,
     PubAck,
@@ -139,14 +141,42 @@ class JetStream:
 
         return self.retry.call(once) if idempotent else once()
 
-    def request_msg(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> Any:
-        """An idempotent request whose reply is a message, not JSON (direct get). Returns the nats-py reply."""
+    def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> tuple[bytes, Headers | None]:
+        """An idempotent request whose reply is a message, not JSON (direct get); retried.
+
+        Returns the reply's payload and its headers decoded from the raw header
+        block: multi-valued headers survive (nats-py's ``request()`` keeps only
+        the last value of a repeated key) and a status line shows up as the
+        ``Status``/``Description`` pseudo-headers. Blocks at most ``timeout``
+        per attempt. Raises ``JetStreamNotEnabledError`` (no responders),
+        ``TimeoutError``, ``ClientClosedError``.
+        """
         t = self.resolve_timeout(timeout)
         body = json.dumps(payload, separators=(",", ":")).encode()
         client = self._client
 
-        def once() -> Any:
-            return client.call(client.nc.request(subject, body, timeout=t if t is not None else 1e9), t)
+        async def go() -> tuple[bytes, bytes]:
+            fut: asyncio.Future = asyncio.get_running_loop().create_future()
+
+            def on_reply(_subject: bytes, _reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
+                if not fut.done():
+                    fut.set_result((data, raw_headers or b""))
+
+            sub = await client.subscribe_raw(client.new_inbox(), on_reply)
+            try:
+                # The SUB above sits in the same outbound buffer, ahead of this PUB.
+                client.nc.write_nowait(pub_bytes(subject, sub.subject, body, b""))
+                return await asyncio.wait_for(fut, t)
+            finally:
+                await client.unsubscribe_raw(sub)
+
+        def once() -> tuple[bytes, Headers | None]:
+            data, raw = client.call(go(), t)
+            hdrs = decode_headers(raw) if raw else None
+            if hdrs is not None and hdrs.get("Status") == "503" and not data:
+                raise errors.JetStreamNotEnabledError(
+                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
+            return data, hdrs
 
         return self.retry.call(once)
 
@@ -247,6 +277,10 @@ class JetStream:
                          timeout: Any) -> "Consumer":
         validate_stream_name(stream, "stream")
         cfg = config_from(ConsumerConfig, config, fields)
+        if cfg.ack_policy is None:
+            # As nats.go's jetstream package: explicit acks unless asked otherwise
+            # (the server alone would default to none, making ack() a no-op).
+            cfg = attrs.evolve(cfg, ack_policy=AckPolicy.EXPLICIT)
         name = cfg.name or cfg.durable_name
         if action == "update" and not name:
             raise ValueError("name: update_consumer needs the consumer's name (or durable_name)")
@@ -260,7 +294,11 @@ class JetStream:
 
     def create_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
                         timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
-        """Create a consumer on ``stream`` (ephemeral when it has no name); return its handle.
+        """Create a consumer on ``stream``; return its handle.
+
+        Durable with ``durable_name``; without it the server removes the
+        consumer after ``inactive_threshold`` (a server-chosen name when
+        ``name`` is unset too). ``ack_policy`` defaults to explicit, as in nats.go.
 
         Raises ``ConsumerExistsError`` when one of that name exists with another
         configuration, ``StreamNotFoundError``.

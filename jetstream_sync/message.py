@@ -151,6 +151,11 @@ class Msg:
         if client is None or not self.reply:
             raise JetStreamError("this message cannot be acknowledged: it has no reply subject "
                                  "(an AckNone consumer, a direct get or a core NATS message)")
+        lt = client.loop_thread
+        if lt.closed:
+            # Checked here, not left to the Outbox: a flush scheduled just before
+            # the loop stopped never runs, and later puts would then queue silently.
+            lt.check_usable()
         if terminal:
             with _ACK_LOCK:
                 if self._acked:

@@ -259,28 +259,31 @@ class MessageBatch:
             raise StopIteration
         get = self._pull.out.get
         lt = self._pull._client.loop_thread
-        while True:
-            try:
-                item = get(timeout=WAKE_INTERVAL)
-            except queue.Empty:
-                if lt.closed:
-                    self._finish(errors.ClientClosedError("the client was closed during the fetch"))
-                elif time.monotonic() > self._deadline:
-                    # The loop missed its own deadline: end it from here.
-                    self.stop()
-                    self._finish(None)
-                continue_ = not self._done
-                if continue_:
+        try:
+            while True:
+                try:
+                    item = get(timeout=WAKE_INTERVAL)
+                except queue.Empty:
+                    if lt.closed:
+                        self._finish(errors.ClientClosedError("the client was closed during the fetch"))
+                    if time.monotonic() > self._deadline:
+                        # The loop missed its own deadline: end the pull from here.
+                        self.stop()
+                        self._finish(None)
+                        raise StopIteration from None
                     continue
-                raise StopIteration
-            except BaseException:
-                self.stop()
-                raise
-            if type(item) is tuple and item and item[0] is _END:
-                self._finish(item[1])
-                raise StopIteration
-            self.received += 1
-            return item
+                if type(item) is tuple and item and item[0] is _END:
+                    self._finish(item[1])
+                    raise StopIteration
+                self.received += 1
+                return item
+        except (StopIteration, errors.JetStreamError):
+            raise
+        except BaseException:
+            # KeyboardInterrupt (also from _thread.interrupt_main(), which lands
+            # after the 0.25 s wait returns): leave no pull behind on the server.
+            self.stop()
+            raise
 
     def _finish(self, err: BaseException | None) -> None:
         self._done = True
@@ -302,8 +305,9 @@ class MessageBatch:
         self.stop()
 
 
-def start_fetch(consumer: "Consumer", opts: FetchOptions) -> MessageBatch:
-    """Send the pull request now (blocking until it is written) and return the batch to iterate."""
+def start_fetch(consumer: "Consumer", opts: FetchOptions, timeout: float | None = None) -> MessageBatch:
+    """Send the pull request now (blocking until it is queued, at most ``timeout`` or the
+    context's timeout) and return the batch to iterate."""
     pull = _FetchPull(consumer, opts)
-    consumer.client.call(pull.start(), consumer.js.timeout)
+    consumer.client.call(pull.start(), timeout if timeout is not None else consumer.js.timeout)
     return MessageBatch(pull, opts.client_deadline)

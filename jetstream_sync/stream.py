@@ -24,6 +24,15 @@ __all__ = ["Stream"]
 # carries them as fields, so they are removed from its headers.
 _DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
                    "Nats-Last-Sequence")
+#: err_code of "sequence N not found" (JSSequenceNotFoundErrF), sent by STREAM.MSG.DELETE.
+
+
+def _check_seq(value: Any, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
 
 
 class Stream:
@@ -50,7 +59,8 @@ class Stream:
               timeout: float | None = ...) -> int:  # type: ignore[assignment]
         """Remove messages: all, those on ``subject``, those below ``sequence``, or all but the last ``keep``.
 
-        ``sequence`` and ``keep`` are exclusive. Returns the number purged.
+        ``sequence`` and ``keep`` are exclusive (ValueError, nothing sent).
+        Blocks on one request. Returns the number purged.
         """
         payload: dict[str, Any] = {}
         if subject is not None:
@@ -58,13 +68,9 @@ class Stream:
         if sequence is not None and keep is not None:
             raise ValueError("sequence and keep are exclusive: give one or the other")
         if sequence is not None:
-            if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
-                raise ValueError(f"sequence must be an int >= 1, got {sequence!r}")
-            payload["seq"] = sequence
+            payload["seq"] = _check_seq(sequence, "sequence")
         if keep is not None:
-            if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-                raise ValueError(f"keep must be an int >= 0, got {keep!r}")
-            payload["keep"] = keep
+            payload["keep"] = _check_seq(keep, "keep", minimum=0)
         resp = self._js.request(self._js.api.stream_purge(self.name), payload or None, timeout, idempotent=False)
         return int(resp.get("purged", 0))
 
@@ -74,9 +80,7 @@ class Stream:
         Uses the direct get API when the stream allows it (served by any
         replica), else ``STREAM.MSG.GET``. Raises ``MessageNotFoundError``.
         """
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"seq must be an int >= 1, got {seq!r}")
-        return self._get({"seq": seq}, timeout)
+        return self._get({"seq": _check_seq(seq, "seq")}, timeout)
 
     def get_last_msg(self, subject: str, *, timeout: float | None = ...) -> StoredMsg:  # type: ignore[assignment]
         """Return the last stored message on ``subject`` (retried). Raises ``MessageNotFoundError``."""
@@ -89,30 +93,36 @@ class Stream:
         return StoredMsg.from_response(resp["message"])
 
     def _direct_get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
-        reply = self._js.request_msg(self._js.api.direct_get(self.name), payload, timeout)
-        hdrs = reply.headers or {}
+        data, hdrs = self._js.request_raw(self._js.api.direct_get(self.name), payload, timeout)
+        hdrs = hdrs if hdrs is not None else Headers()
         status = hdrs.get("Status")
         if status:
             desc = hdrs.get("Description", "")
             if status == "404":
                 raise errors.MessageNotFoundError(404, 10037, desc or "no message found")
-            raise errors.APIError(int(status), None, desc or f"direct get failed with status {status}")
-        user = Headers({k: v for k, v in hdrs.items() if k not in _DIRECT_HEADERS})
+            raise errors.APIError(int(status) if status.isdigit() else None, None,
+                                  desc or f"direct get failed with status {status}")
+        user = Headers({k: v for k, v in hdrs.multi().items() if k not in _DIRECT_HEADERS})
         return StoredMsg(
             seq=int(hdrs["Nats-Sequence"]),
             subject=hdrs["Nats-Subject"],
-            data=reply.data,
+            data=data,
             headers=user or None,
             time=parse_time(hdrs.get("Nats-Time-Stamp")),
         )
 
     def delete_msg(self, seq: int, *, erase: bool = False, timeout: float | None = ...) -> None:  # type: ignore[assignment]
-        """Delete the message at ``seq``; ``erase=True`` overwrites it on disk. Raises ``MessageNotFoundError``."""
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"seq must be an int >= 1, got {seq!r}")
-        payload: dict[str, Any] = {"seq": seq}
+        """Delete the message at ``seq``; ``erase=True`` overwrites it on disk.
+
+        Blocks on one request (not retried). Raises ``MessageNotFoundError``
+        when there is no message at ``seq`` (never stored, or already deleted).
+        """
+        payload: dict[str, Any] = {"seq": _check_seq(seq, "seq")}
+        if not isinstance(erase, bool):
+            raise TypeError(f"erase must be a bool, got {erase!r}")
         if not erase:
             payload["no_erase"] = True
+        # A missing sequence comes back as 10043, mapped to MessageNotFoundError by errors.py.
         self._js.request(self._js.api.msg_delete(self.name), payload, timeout, idempotent=False)
 
     # -- consumers on this stream ------------------------------------------------
