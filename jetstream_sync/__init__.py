@@ -35,6 +35,7 @@ from .config import (
     StreamConfig,
     StreamInfo,
 )
+from .consume import ConsumeHandle, ConsumeStats, MessageStream
 from .consumer import Consumer
 from .errors import (
     APIError,
@@ -71,6 +72,8 @@ __all__ = [
     "AckPolicy",
     "Client",
     "ClientClosedError",
+    "ConsumeHandle",
+    "ConsumeStats",
     "Consumer",
     "ConsumerConfig",
     "ConsumerDeletedError",
@@ -87,6 +90,7 @@ __all__ = [
     "MessageAlreadyAckedError",
     "MessageBatch",
     "MessageNotFoundError",
+    "MessageStream",
     "Msg",
     "MsgMetadata",
     "NoHeartbeatError",

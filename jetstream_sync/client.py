@@ -378,13 +378,19 @@ class Client:
         self._nc._raw_handlers[sub._id] = handler
         return sub
 
-    async def unsubscribe_raw(self, sub: Any) -> None:
-        self._nc._raw_handlers.pop(sub._id, None)
+    async def unsubscribe_raw(self, sub: Any, linger: float = 0.0) -> None:
+        """Unsubscribe (loop thread). With ``linger`` the handler keeps seeing messages
+        already on the wire for that many seconds, so it can hand them back."""
+        handlers = self._nc._raw_handlers
+        if not linger:
+            handlers.pop(sub._id, None)
         if not self._nc.is_closed:
             try:
                 await sub.unsubscribe()
             except nats.errors.Error:
                 pass
+        if linger:
+            self._lt.loop.call_later(linger, handlers.pop, sub._id, None)
 
     # -- public API ----------------------------------------------------------
 

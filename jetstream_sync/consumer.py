@@ -7,12 +7,13 @@
 #         round trip said.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
 from .config import ConsumerInfo
 from .message import Msg
-from .pull import MessageBatch, fetch_options, start_fetch
+from .consume import ConsumeHandle, MessageStream
+from .pull import MessageBatch, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
     from .client import Client
@@ -94,6 +95,41 @@ class Consumer:
         finally:
             batch.stop()
         raise errors.TimeoutError(f"no message from consumer {self.name!r} within {timeout:.3g}s")
+
+    def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
+                 idle_heartbeat: float | None = None, threshold_messages: int | None = None,
+                 threshold_bytes: int | None = None) -> MessageStream:
+        """Start the ADR-37 continuous pull and return a blocking :class:`MessageStream`.
+
+        At most ``max_messages`` (default 500) or ``max_bytes`` are buffered
+        locally; a new pull tops the buffer up when it falls to the threshold
+        (default half). Heartbeats are always on. Blocks only to subscribe
+        and send the first pull. Raises ValueError/TypeError for bad options
+        (nothing sent).
+        """
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        return MessageStream(self, opts)
+
+    def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
+                error_handler: Callable[[BaseException], Any] | None = None, max_messages: int | None = None,
+                max_bytes: int | None = None, expires: float = 30.0, idle_heartbeat: float | None = None,
+                threshold_messages: int | None = None, threshold_bytes: int | None = None) -> ConsumeHandle:
+        """Consume continuously: ``workers`` threads call ``handler(msg)``; return a :class:`ConsumeHandle`.
+
+        Messages wait in a bounded queue (never more than ``max_messages``
+        or ``max_bytes``); a slow handler slows the pulling. ``workers=1``
+        keeps stream order. ``error_handler(exc)`` receives handler
+        exceptions (the message is NAKed unless acked), warnings and the
+        terminal error, on a worker thread. Blocks only to start.
+        """
+        if not callable(handler):
+            raise TypeError(f"handler must be callable, got {handler!r}")
+        if error_handler is not None and not callable(error_handler):
+            raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        return ConsumeHandle(self, opts, handler, workers, error_handler)
 
     def __repr__(self) -> str:
         return f"<Consumer {self.stream_name!r}/{self.name!r}>"

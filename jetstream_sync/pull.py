@@ -14,7 +14,9 @@ import asyncio
 import datetime as _dt
 import enum
 import json
+import logging
 import queue
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -28,7 +30,10 @@ from .message import Msg
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["FetchOptions", "MessageBatch", "Status", "classify_status", "fetch_options"]
+__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "Status", "classify_status",
+           "consume_options", "fetch_options"]
+
+log = logging.getLogger("jetstream_sync")
 
 #: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
 BYTES_BATCH = 1_000_000
@@ -311,3 +316,316 @@ def start_fetch(consumer: "Consumer", opts: FetchOptions, timeout: float | None 
     pull = _FetchPull(consumer, opts)
     consumer.client.call(pull.start(), timeout if timeout is not None else consumer.js.timeout)
     return MessageBatch(pull, opts.client_deadline)
+
+
+# -- the continuous pull (messages() and consume()) ---------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ConsumeOptions:
+    """Validated options of a continuous pull (ADR-37 "Consume Configuration Options")."""
+
+    max_messages: int
+    max_bytes: int | None
+    expires: float
+    idle_heartbeat: float
+    threshold_messages: int
+    threshold_bytes: int | None
+
+
+def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
+                    idle_heartbeat: Any = None, threshold_messages: Any = None,
+                    threshold_bytes: Any = None) -> ConsumeOptions:
+    """Apply ADR-37's defaults and rules for messages()/consume().
+
+    ``max_messages`` 500 when neither limit is given; ``max_messages`` and
+    ``max_bytes`` exclusive; ``expires`` at least 1 s; ``idle_heartbeat``
+    expires/2 capped at 30 s (at least 0.5 s, at most expires/2); thresholds
+    50% and never above their limit.
+    """
+    mm = _count(max_messages, "max_messages")
+    mb = _count(max_bytes, "max_bytes")
+    if mm is not None and mb is not None:
+        raise ValueError("max_messages and max_bytes are exclusive: give at most one")
+    exp = _seconds(expires, "expires")
+    if exp is None or exp < 1.0:
+        raise ValueError(f"expires must be at least 1 second for messages()/consume(), got {expires!r}")
+    hb = _seconds(idle_heartbeat, "idle_heartbeat")
+    if hb is None:
+        hb = max(0.5, min(exp / 2, 30.0))
+    elif hb > exp / 2:
+        raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
+    elif hb < 0.5 or hb > 30.0:
+        raise ValueError(f"idle_heartbeat must be between 0.5 and 30 seconds, got {hb:.3g}s")
+    tm = _count(threshold_messages, "threshold_messages") if threshold_messages != 0 else 0
+    tb = _count(threshold_bytes, "threshold_bytes") if threshold_bytes != 0 else 0
+    if mb is not None:
+        if threshold_messages is not None:
+            raise ValueError("threshold_messages goes with max_messages; with max_bytes use threshold_bytes")
+        tb = mb // 2 if tb is None else tb
+        if tb > mb:
+            raise ValueError(f"threshold_bytes ({tb}) must not exceed max_bytes ({mb})")
+        return ConsumeOptions(max_messages=BYTES_BATCH, max_bytes=mb, expires=exp, idle_heartbeat=hb,
+                              threshold_messages=0, threshold_bytes=tb)
+    if threshold_bytes is not None:
+        raise ValueError("threshold_bytes goes with max_bytes; with max_messages use threshold_messages")
+    mm = 500 if mm is None else mm
+    tm = mm // 2 if tm is None else tm
+    if tm > mm:
+        raise ValueError(f"threshold_messages ({tm}) must not exceed max_messages ({mm})")
+    return ConsumeOptions(max_messages=mm, max_bytes=None, expires=exp, idle_heartbeat=hb,
+                          threshold_messages=tm, threshold_bytes=None)
+
+
+class Warning_:
+    """A non-terminal problem travelling to the user's side with the messages."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Terminal:
+    """The end of a continuous pull; ``error`` is None when it was stopped on purpose."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+#: After a refused pull (409 Exceeded ..., 503) wait this long before pulling again.
+RETRY_PULL_DELAY = 1.0
+
+
+class ContinuousPull:
+    """The ADR-37 continuous pull on one inbox (loop thread), with credit counted until handed over.
+
+    Credit = messages (or bytes) requested from the server and not yet taken
+    by a user thread. A new pull request tops credit back up to the limit
+    once it falls to the threshold, so what sits in the local buffer never
+    exceeds ``max_messages``/``max_bytes`` and a slow taker stops the pulling.
+
+    ``sink(item)`` is called on the loop thread for each Msg, ``Warning_`` and
+    the final ``Terminal``; it must not block. User threads call
+    ``taken(size)`` for each message they take out of the buffer.
+    """
+
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Any) -> None:
+        self._consumer = consumer
+        self._client = consumer.client
+        self._opts = opts
+        self._sink = sink
+        self._lock = threading.Lock()  # guards the counters below; held briefly on both sides
+        self._pending_msgs = 0      # requested, not yet delivered (or cancelled by a status)
+        self._pending_bytes = 0
+        self._buffered_msgs = 0     # delivered, not yet taken by a user thread
+        self._buffered_bytes = 0
+        self._check_scheduled = False
+        self.pulls = 0
+        self.received = 0
+        self._sub: Any = None
+        self._inbox = ""
+        self._subject = ""
+        self._stopped = False
+        self._paused = False
+        self._last_seen = 0.0
+        self._hb_timer: asyncio.TimerHandle | None = None
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self.halted = threading.Event()  # set once no message can be delivered any more
+
+    # -- loop thread -------------------------------------------------------
+
+    async def start(self) -> None:
+        client = self._client
+        self._inbox = client.new_inbox()
+        self._subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
+        self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
+        client.add_listener(self)
+        self._paused = not client.nc.is_connected
+        self._last_seen = time.monotonic()
+        self._check()
+        self._arm_heartbeat()
+
+    def _request(self, batch: int, max_bytes: int | None) -> None:
+        opts = self._opts
+        req: dict[str, Any] = {"batch": batch, "expires": int(opts.expires * 1e9),
+                               "idle_heartbeat": int(opts.idle_heartbeat * 1e9)}
+        if max_bytes is not None:
+            req["max_bytes"] = max_bytes
+        body = json.dumps(req, separators=(",", ":")).encode()
+        self._client.nc.write_nowait(f"PUB {self._subject} {self._inbox} {len(body)}\r\n".encode()
+                                     + body + b"\r\n")
+        self.pulls += 1
+
+    def _check(self) -> None:
+        """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
+        if self._stopped or self._paused:
+            return
+        opts = self._opts
+        with self._lock:
+            self._check_scheduled = False
+            if opts.max_bytes is None:
+                credit = self._pending_msgs + self._buffered_msgs
+                if credit > opts.threshold_messages or credit >= opts.max_messages:
+                    return
+                batch, max_bytes = opts.max_messages - credit, None
+                self._pending_msgs += batch
+            else:
+                credit = self._pending_bytes + self._buffered_bytes
+                if credit > opts.threshold_bytes or credit >= opts.max_bytes:
+                    return
+                batch, max_bytes = BYTES_BATCH, opts.max_bytes - credit
+                self._pending_bytes += max_bytes
+        try:
+            self._request(batch, max_bytes)
+        except errors.JetStreamError as exc:  # disconnected with a full buffer: retry on reconnect
+            with self._lock:
+                if max_bytes is None:
+                    self._pending_msgs -= batch
+                else:
+                    self._pending_bytes -= max_bytes
+            log.debug("jetstream_sync: pull request not sent: %s", exc)
+
+    def _check_soon(self) -> None:
+        self._check()
+
+    def _arm_heartbeat(self) -> None:
+        if self._stopped:
+            return
+        hb = self._opts.idle_heartbeat
+        self._hb_timer = self._client.loop_thread.loop.call_later(hb, self._on_heartbeat_timer)
+
+    def _on_heartbeat_timer(self) -> None:
+        if self._stopped:
+            return
+        now = time.monotonic()
+        hb = self._opts.idle_heartbeat
+        if not self._paused and now - self._last_seen >= 2 * hb:
+            # The server (or the pull) is gone without a word: report it, forget
+            # the credit that will never arrive and pull afresh.
+            self._last_seen = now
+            self._sink(Warning_(errors.NoHeartbeatError(f"no message or heartbeat for {2 * hb:.3g}s")))
+            with self._lock:
+                self._pending_msgs = 0
+                self._pending_bytes = 0
+            self._check()
+        self._arm_heartbeat()
+
+    def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        if self._stopped:
+            if reply.startswith(b"$JS.ACK."):  # arrived after stop: hand it back at once
+                self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
+            return
+        self._last_seen = time.monotonic()
+        if raw_headers and not data and raw_headers.startswith(b"NATS/1.0 "):
+            hdrs = decode_headers(raw_headers)
+            status = hdrs.get("Status") if hdrs else None
+            if status:
+                self._on_status(status, hdrs)  # type: ignore[arg-type]
+                return
+        size = len(subject) + len(reply) + len(raw_headers) + len(data)
+        with self._lock:
+            self._pending_msgs = max(0, self._pending_msgs - 1)
+            self._pending_bytes = max(0, self._pending_bytes - size)
+            self._buffered_msgs += 1
+            self._buffered_bytes += size
+        self.received += 1
+        self._sink(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers))
+
+    def _on_status(self, status: str, hdrs: Any) -> None:
+        kind, err = classify_status(status, hdrs.get("Description", ""))
+        if kind is Status.HEARTBEAT:
+            return
+        pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
+        if pm is not None or pb is not None:
+            with self._lock:
+                self._pending_msgs = max(0, self._pending_msgs - int(pm or 0))
+                self._pending_bytes = max(0, self._pending_bytes - int(pb or 0))
+        if kind is Status.END:
+            self._check()
+            return
+        if kind is Status.TERMINAL and not isinstance(err, errors.NoRespondersError):
+            self.halt(err)
+            return
+        # A refused request (409 Exceeded ..., 503 during an election): its
+        # credit never arrives. Report, forget the credit, pull again shortly.
+        assert err is not None
+        self._sink(Warning_(err))
+        with self._lock:
+            self._pending_msgs = 0
+            self._pending_bytes = 0
+        if self._retry_timer is None:
+            self._retry_timer = self._client.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
+
+    def _retry_pull(self) -> None:
+        self._retry_timer = None
+        self._check()
+
+    def halt(self, err: BaseException | None) -> None:
+        """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for timer in (self._hb_timer, self._retry_timer):
+            if timer is not None:
+                timer.cancel()
+        self._client.remove_listener(self)
+        if self._sub is not None:
+            # Dropping interest makes the server discard our waiting pull requests;
+            # the handler stays a little longer to NAK what was already on the wire.
+            self._client.loop_thread.spawn(self._client.unsubscribe_raw(self._sub, linger=2.0),
+                                           name="jetstream-sync-unsub")
+        self.halted.set()
+        self._sink(Terminal(err))
+
+    # connection events (loop thread)
+    def on_disconnected(self) -> None:
+        self._paused = True
+
+    def on_reconnected(self) -> None:
+        # ADR-37 rev 2: reset the timer and pull again with full credit, without
+        # asking whether the consumer still exists.
+        self._paused = False
+        self._last_seen = time.monotonic()
+        with self._lock:
+            self._pending_msgs = 0
+            self._pending_bytes = 0
+        self._check()
+
+    def on_closed(self) -> None:
+        self.halt(errors.ClientClosedError("the client was closed"))
+
+    # -- user threads ------------------------------------------------------
+
+    def taken(self, size: int) -> None:
+        """A user thread took one message out of the buffer: free its credit. Never blocks on I/O."""
+        opts = self._opts
+        with self._lock:
+            self._buffered_msgs -= 1
+            self._buffered_bytes -= size
+            if self._check_scheduled or self._stopped:
+                return
+            if opts.max_bytes is None:
+                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
+            else:
+                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
+            if not due:
+                return
+            self._check_scheduled = True
+        try:
+            self._client.loop_thread.call_soon(self._check_soon)
+        except errors.ClientClosedError:
+            pass
+
+    def buffered(self) -> int:
+        """Messages delivered and not yet taken (no I/O)."""
+        return self._buffered_msgs
+
+    def stop_soon(self) -> None:
+        """Ask the loop to halt this pull (any thread). Never blocks."""
+        try:
+            self._client.loop_thread.call_soon(self.halt, None)
+        except errors.ClientClosedError:
+            self.halted.set()

@@ -1,0 +1,323 @@
+# The user's side of the continuous pull: MessageStream (a blocking iterator)
+# and ConsumeHandle (a bounded queue feeding worker threads).
+#
+# Rule 1: the loop thread only ever put_nowait()s into our queues; credit
+#         (pull.ContinuousPull.taken) keeps them within max_messages, so a put
+#         never fails and a slow handler stops the pulling instead of growing memory.
+# Rule 2: user code (handlers, error_handler) runs on worker threads only.
+# Rule 3: shutdown is a flag first, sentinels second, joins with a bound, and a
+#         thread never joins itself (a handler may call stop()/drain()).
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import attrs
+
+from . import errors
+from ._loop import WAKE_INTERVAL
+from .message import Msg
+from .pull import ConsumeOptions, ContinuousPull, Terminal, Warning_
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+
+__all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream"]
+
+log = logging.getLogger("jetstream_sync")
+
+
+def _nak_quietly(msg: Msg) -> None:
+    try:
+        if not msg.acked:
+            msg.nak()
+    except errors.JetStreamError:
+        pass  # closed client or already acked: the server redelivers after ack_wait
+
+
+class MessageStream:
+    """``consumer.messages()``: a blocking iterator over the ADR-37 continuous pull.
+
+    Iterate with ``for msg in stream`` or call :meth:`next`. Waits wake every
+    0.25 s, so Ctrl-C interrupts them (and stops the stream). Terminal errors
+    (``ConsumerDeletedError``, ``APIError``, ``ClientClosedError``) are raised
+    after every message received before them; warnings (missed heartbeats,
+    refused pulls) are logged and kept in ``warnings``. Use from one thread.
+    """
+
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions) -> None:
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._engine = ContinuousPull(consumer, opts, self._q.put)
+        self._client = consumer.client
+        self._ended = False
+        self._stopping = False
+        self.error: BaseException | None = None
+        self.warnings: list[BaseException] = []
+        self._client.call(self._engine.start(), consumer.js.timeout)
+
+    def next(self, timeout: float | None = None) -> Msg:
+        """Return the next message, blocking at most ``timeout`` seconds (None: until one comes).
+
+        Raises ``jetstream_sync.TimeoutError`` when none arrives in time,
+        ``StopIteration`` once the stream was stopped or drained, and the
+        terminal error that ended the pull.
+        """
+        if self._ended:
+            if self.error is not None:
+                raise self.error
+            raise StopIteration
+        deadline = None if timeout is None else time.monotonic() + timeout
+        get = self._q.get
+        try:
+            while True:
+                wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
+                if wait <= 0:
+                    raise errors.TimeoutError(f"no message within {timeout:.3g}s")
+                try:
+                    item = get(timeout=wait)
+                except queue.Empty:
+                    continue
+                if type(item) is Msg:
+                    self._engine.taken(item.size)
+                    if self._stopping:
+                        _nak_quietly(item)
+                        continue
+                    return item
+                if type(item) is Warning_:
+                    log.warning("jetstream_sync: %s", item.error)
+                    self.warnings.append(item.error)
+                    continue
+                # Terminal: everything before it was already returned (FIFO).
+                self._ended = True
+                if item.error is not None and not self._stopping:
+                    self.error = item.error
+                    raise item.error
+                raise StopIteration
+        except (StopIteration, errors.JetStreamError):
+            raise
+        except BaseException:
+            self.stop()
+            raise
+
+    def __iter__(self) -> Iterator[Msg]:
+        return self
+
+    def __next__(self) -> Msg:
+        return self.next(None)
+
+    def stop(self) -> None:
+        """Stop pulling; messages buffered and not yet returned are NAKed for prompt redelivery.
+
+        Iteration then ends. Never blocks on the network. Idempotent.
+        """
+        self._stopping = True
+        self._engine.stop_soon()
+
+    def drain(self) -> None:
+        """Stop pulling; messages already buffered are still returned, then iteration ends."""
+        self._engine.stop_soon()
+
+    def __enter__(self) -> "MessageStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+@attrs.define
+class ConsumeStats:
+    """Counters of a ``consume()`` run (a snapshot; no I/O)."""
+
+    received: int = 0
+    handled: int = 0
+    handler_errors: int = 0
+    pulls: int = 0
+    buffered: int = 0
+    warnings: int = 0
+
+
+class ConsumeHandle:
+    """``consumer.consume(handler, workers=N)``: a running consume with its worker threads.
+
+    The loop thread puts pulled messages into a bounded ``queue.Queue``;
+    ``workers`` threads named ``jetstream-sync-worker-*`` call ``handler(msg)``.
+    A handler that raises gets its message NAKed (unless it acked it) and
+    the exception goes to ``error_handler``, which also receives warnings and
+    the terminal error, on a worker thread. Thread-safe; handlers and the
+    error handler may call ``stop()``/``drain()``.
+    """
+
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, handler: Callable[[Msg], Any], workers: int,
+                 error_handler: Callable[[BaseException], Any] | None) -> None:
+        self._handler = handler
+        self._error_handler = error_handler
+        cap = opts.max_messages if opts.max_bytes is None else 0
+        # Messages never exceed the credit; the slack is for warnings and the terminal item.
+        self._q: queue.Queue = queue.Queue(maxsize=cap + 64 if cap else 0)
+        self._engine = ContinuousPull(consumer, opts, self._put)
+        self._lock = threading.Lock()
+        self._stopping = False     # stop(): NAK instead of handling
+        self._draining = False     # drain(): finish the buffer, then close
+        self._closed = threading.Event()
+        self.error: BaseException | None = None
+        self._handled = 0
+        self._handler_errors = 0
+        self._warnings = 0
+        self._in_handler = threading.local()
+        self._threads = [threading.Thread(target=self._work, name=f"jetstream-sync-worker-{consumer.name}-{i}",
+                                          daemon=True) for i in range(workers)]
+        self._alive = workers
+        consumer.client.call(self._engine.start(), consumer.js.timeout)
+        for t in self._threads:
+            t.start()
+
+    # -- loop thread -------------------------------------------------------
+
+    def _put(self, item: Any) -> None:
+        try:
+            self._q.put_nowait(item)
+        except queue.Full:  # only warnings can be dropped here; credit bounds messages
+            if type(item) is Msg:
+                _nak_quietly(item)
+            log.warning("jetstream_sync: consume buffer full, dropped %r", item)
+
+    # -- worker threads ----------------------------------------------------
+
+    def _work(self) -> None:
+        get = self._q.get
+        engine = self._engine
+        try:
+            while True:
+                try:
+                    item = get(timeout=WAKE_INTERVAL)
+                except queue.Empty:
+                    if self._stopping or (self._draining and engine.halted.is_set() and self._q.empty()):
+                        return
+                    continue
+                if item is None:  # sentinel from stop()/drain()
+                    if self._stopping or self._q.empty():
+                        return
+                    continue
+                if type(item) is Msg:
+                    engine.taken(item.size)
+                    if self._stopping:
+                        _nak_quietly(item)
+                        continue
+                    self._handle(item)
+                elif type(item) is Warning_:
+                    self._warnings += 1
+                    self._report(item.error)
+                else:  # Terminal: nothing more will arrive; finish what is buffered
+                    if item.error is not None:
+                        self.error = item.error
+                        self._report(item.error)
+                    self._draining = True
+                    self._wake_all()
+        finally:
+            with self._lock:
+                self._alive -= 1
+                last = self._alive == 0
+            if last:
+                self._engine.stop_soon()
+                self._closed.set()
+
+    def _handle(self, msg: Msg) -> None:
+        self._in_handler.active = True
+        try:
+            self._handler(msg)
+            self._handled += 1
+        except Exception as exc:
+            self._handler_errors += 1
+            _nak_quietly(msg)
+            self._report(exc)
+        finally:
+            self._in_handler.active = False
+
+    def _report(self, exc: BaseException) -> None:
+        if self._error_handler is None:
+            if isinstance(exc, (errors.NoHeartbeatError, errors.APIError)) and self.error is not exc:
+                log.warning("jetstream_sync: consume warning: %s", exc)
+            else:
+                log.error("jetstream_sync: consume error: %r", exc, exc_info=exc)
+            return
+        try:
+            self._error_handler(exc)
+        except Exception:
+            log.exception("jetstream_sync: error_handler raised")
+
+    def _wake_all(self) -> None:
+        for _ in self._threads:
+            try:
+                self._q.put_nowait(None)
+            except queue.Full:
+                pass  # workers also wake every 0.25 s
+
+    # -- public ------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop now: no new pulls; buffered messages no worker took are NAKed (redelivered at once).
+
+        Blocks until every worker has finished its current message (at most
+        the handler's time), so no handler starts after it returns. Called
+        from inside a handler or the error handler it returns at once and the
+        handle closes when that handler returns. Idempotent.
+        """
+        self._stopping = True
+        self._engine.stop_soon()
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if type(item) is Msg:
+                self._engine.taken(item.size)
+                _nak_quietly(item)
+        self._wake_all()
+        me = threading.current_thread()
+        if me in self._threads:
+            return
+        for t in self._threads:
+            while t.is_alive():
+                t.join(WAKE_INTERVAL)
+
+    def drain(self) -> None:
+        """Stop pulling and let the workers handle everything buffered; then the handle closes.
+
+        Returns without waiting: use :meth:`wait`. Idempotent.
+        """
+        self._draining = True
+        self._engine.stop_soon()
+        self._wake_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the handle is fully closed (at most ``timeout`` s); return whether it is."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._closed.is_set():
+            wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
+            if wait <= 0:
+                return False
+            self._closed.wait(wait)
+        return True
+
+    @property
+    def closed(self) -> bool:
+        """True once every worker has exited and no pull is left."""
+        return self._closed.is_set()
+
+    @property
+    def stats(self) -> ConsumeStats:
+        """A snapshot of the counters (no I/O)."""
+        return ConsumeStats(received=self._engine.received, handled=self._handled,
+                            handler_errors=self._handler_errors, pulls=self._engine.pulls,
+                            buffered=self._engine.buffered(), warnings=self._warnings)
+
+    def __enter__(self) -> "ConsumeHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.drain()
+        if threading.current_thread() not in self._threads:
+            self.wait()
