@@ -177,6 +177,10 @@ class ConsumeHandle:
     # -- loop thread -------------------------------------------------------
 
     def _put(self, item: Any) -> None:
+        if self._stopping and type(item) is Msg:  # stop() was called: hand it back at once
+            self._engine.taken(item.size)
+            _nak_quietly(item)
+            return
         try:
             self._q.put_nowait(item)
         except queue.Full:  # only warnings can be dropped here; credit bounds messages
@@ -198,7 +202,9 @@ class ConsumeHandle:
                         return
                     continue
                 if item is None:  # sentinel from stop()/drain()
-                    if self._stopping or self._q.empty():
+                    # Draining ends only once the pull has halted: until then a
+                    # message still on the wire may land in the queue.
+                    if self._stopping or (engine.halted.is_set() and self._q.empty()):
                         return
                     continue
                 if type(item) is Msg:
@@ -222,7 +228,23 @@ class ConsumeHandle:
                 last = self._alive == 0
             if last:
                 self._engine.stop_soon()
+                self._release_leftovers()
                 self._closed.set()
+
+    def _release_leftovers(self) -> None:
+        """Last worker out: once the pull has halted nothing more arrives; NAK what nobody took."""
+        deadline = time.monotonic() + 2.0
+        while not self._engine.halted.wait(WAKE_INTERVAL):
+            if time.monotonic() > deadline:
+                break
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                return
+            if type(item) is Msg:
+                self._engine.taken(item.size)
+                _nak_quietly(item)
 
     def _handle(self, msg: Msg) -> None:
         self._in_handler.active = True
