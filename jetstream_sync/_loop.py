@@ -64,6 +64,19 @@ def wait_future(fut: concurrent.futures.Future, deadline: float | None, on_timeo
 
 builtins_timeout = concurrent.futures.TimeoutError
 
+# Bumped in every forked child, so "was this made in another process?" is an
+# int comparison instead of a getpid() system call on every publish and ack.
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class EventLoopThread:
     """A private asyncio loop on a daemon thread, with a blocking ``run()`` bridge.
@@ -77,6 +90,7 @@ class EventLoopThread:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_forever, name=name, daemon=True)
         self._pid = os.getpid()
+        self._generation = _fork_generation
         self._closed = False
         self._close_reason = "the client is closed"
         self._lock = threading.Lock()
@@ -123,7 +137,7 @@ class EventLoopThread:
             ClientClosedError: closed, or this object was inherited through fork().
             RuntimeError: called on the loop thread, where waiting would deadlock.
         """
-        if os.getpid() != self._pid:
+        if _fork_generation != self._generation:
             raise ClientClosedError(
                 f"this client was created in process {self._pid} and cannot be used in process "
                 f"{os.getpid()} after fork(); call jetstream_sync.connect() in this process"
@@ -229,7 +243,7 @@ class EventLoopThread:
 
         Raises ClientClosedError when the loop is closed or this is a forked child.
         """
-        if self._closed or os.getpid() != self._pid:
+        if self._closed or _fork_generation != self._generation:
             self.check_usable()
         try:
             self._loop.call_soon_threadsafe(fn, *args)

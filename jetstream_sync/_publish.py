@@ -1,11 +1,13 @@
 # The JetStream publish window: one reply inbox, a token per message, counters.
 #
-# Rule 1: a publish costs the caller one semaphore slot, one Future and one
+# Rule 1: a publish costs the caller one dict slot, one light Future and one
 #         Outbox append (the PUB bytes are built on the calling thread); the
 #         loop thread only writes batches and routes PubAcks. No task, no
-#         loop round trip and no asyncio future per message.
-# Rule 2: at most ``max_pending`` publishes are in flight; the caller blocks
-#         (in 0.25 s slices) when the window is full. Memory stays bounded.
+#         loop round trip and no asyncio future per message; a PubAck is
+#         parsed only when someone asks the future for it.
+# Rule 2: at most ``max_pending`` publishes are in flight (the dict of
+#         pending tokens is the window); a caller blocks (in 0.25 s slices)
+#         when it is full and is woken once a quarter of it is free.
 # Rule 3: every future ends: with a PubAck, an APIError, NoRespondersError,
 #         TimeoutError (swept every 0.25 s) or ClientClosedError.
 from __future__ import annotations
@@ -16,6 +18,7 @@ import itertools
 import json
 import threading
 import time
+from concurrent.futures._base import FINISHED, PENDING
 from typing import TYPE_CHECKING, Any
 
 from . import errors
@@ -28,6 +31,74 @@ if TYPE_CHECKING:
 __all__ = ["Publisher"]
 
 _SWEEP_INTERVAL = 0.25
+_LAZY = object()
+# Guards the lazy creation of a future's Condition against a result arriving
+# at the same moment; held for a few bytecodes only.
+_CONDITION_LOCK = threading.Lock()
+
+
+class PubAckFuture(concurrent.futures.Future):
+    """A ``concurrent.futures.Future[PubAck]`` made for millions of publishes. Don't subclass.
+
+    It behaves as any Future (``result``, ``exception``, ``add_done_callback``,
+    ``concurrent.futures.wait``), but creates its lock only when someone
+    waits on it or adds a callback, and parses the server's reply into a
+    :class:`PubAck` only when ``result()`` is first called.
+    """
+
+    def __init__(self) -> None:  # no super().__init__(): the Condition is made on first use
+        self._state = PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list = []
+        self._done_callbacks: list = []
+        self._raw = b""
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "_condition":
+            raise AttributeError(name)
+        with _CONDITION_LOCK:
+            cond = self.__dict__.get("_condition")
+            if cond is None:
+                cond = self.__dict__["_condition"] = threading.Condition()
+            return cond
+
+    def result(self, timeout: float | None = None) -> PubAck:
+        res = super().result(timeout)
+        if res is _LAZY:
+            res = _parse_puback(self._raw)
+            self._result = res
+        return res
+
+    def _finish_raw(self, raw: bytes) -> None:
+        """Resolve with an unparsed PubAck (loop thread)."""
+        self._raw = raw
+        if "_condition" not in self.__dict__:
+            with _CONDITION_LOCK:
+                if "_condition" not in self.__dict__:
+                    # Nobody waits and no callback is registered: both would
+                    # have created the Condition first.
+                    if self._state == PENDING:
+                        self._result = _LAZY
+                        self._state = FINISHED
+                    return
+        try:
+            self.set_result(_LAZY)
+        except concurrent.futures.InvalidStateError:
+            pass  # cancelled by the caller
+
+    def _fail(self, exc: BaseException) -> None:
+        try:
+            self.set_exception(exc)
+        except concurrent.futures.InvalidStateError:
+            pass
+
+
+def _parse_puback(raw: bytes) -> PubAck:
+    resp = json.loads(raw)
+    if len(resp) == 2 and "stream" in resp and "seq" in resp:
+        return PubAck(stream=resp["stream"], seq=resp["seq"])
+    return PubAck.from_response(resp)
 
 
 class Publisher:
@@ -38,19 +109,21 @@ class Publisher:
             raise ValueError(f"max_pending must be an int >= 1, got {max_pending!r}")
         self._client = client
         self.max_pending = max_pending
-        self._slots = threading.BoundedSemaphore(max_pending)
+        # Waiters are woken once this many are pending or fewer (a quarter free).
+        self._low_water = max_pending - max(1, max_pending // 4)
+        self._lock = threading.Lock()       # callers only: check-and-insert into the window
+        self._space = threading.Event()     # set by the loop when the window drains to low water
+        self._blocked = 0                   # callers waiting for space (a hint for the loop)
         # token -> (future, deadline); inserted by callers, popped on the loop thread.
-        self._pending: dict[str, tuple[concurrent.futures.Future, float]] = {}
+        self._pending: dict[bytes, tuple[PubAckFuture, float]] = {}
         self._tokens = itertools.count(1)
-        self._prefix = ""
         self._prefix_b = b""
         self._start_lock = threading.Lock()
         self._sub: Any = None
         self._sweeper: asyncio.Task | None = None
+        self._sweeper_asked = False
 
     def _ensure_started(self) -> None:
-        if self._sub is not None:
-            return
         with self._start_lock:
             if self._sub is not None:
                 return
@@ -59,90 +132,112 @@ class Publisher:
             async def start() -> Any:
                 return await self._client.subscribe_raw(prefix + "*", self._on_reply)
 
-            self._prefix = prefix
-            self._prefix_b = prefix.encode()
             self._sub = self._client.call(start(), self._client.default_timeout)
+            self._prefix_b = prefix.encode()
 
     def in_flight(self) -> int:
         """Publishes sent and not yet acknowledged. No I/O."""
         return len(self._pending)
 
-    def submit(self, cmd_for: Any, timeout: float, wait_slot: float | None) -> concurrent.futures.Future:
-        """Take a window slot and queue a publish; return its future.
+    def submit(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None) -> PubAckFuture:
+        """Take a window slot and queue ``head + reply + tail``; return its future.
 
-        ``cmd_for(reply)`` builds the PUB bytes for a reply subject. Blocks
-        while the window is full, at most ``wait_slot`` seconds (None = no
-        bound), waking every 0.25 s.
+        Blocks while the window is full, at most ``wait_slot`` seconds (None =
+        no bound), waking every 0.25 s.
 
-        Raises TimeoutError (window stayed full), ClientClosedError.
+        Raises TimeoutError (the window stayed full), ClientClosedError,
+        RuntimeError on the loop thread.
         """
-        self._client.loop_thread.check_usable()
-        self._ensure_started()
-        slots = self._slots
-        if not slots.acquire(blocking=False):
-            deadline = None if wait_slot is None else time.monotonic() + wait_slot
-            while not slots.acquire(timeout=0.25):
-                self._client.loop_thread.check_usable()
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise errors.TimeoutError(
-                        f"publish window full: {self.max_pending} publishes unacknowledged for {wait_slot:.3g}s")
-        token = str(next(self._tokens))
-        fut: concurrent.futures.Future = concurrent.futures.Future()
+        lt = self._client.loop_thread
+        lt.check_usable()
+        if self._sub is None:
+            self._ensure_started()
+        pending = self._pending
+        fut = PubAckFuture()
+        token = b"%d" % next(self._tokens)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if len(pending) < self.max_pending:
+                # Registered before the write is queued, so the reply cannot beat it.
+                pending[token] = (fut, deadline)
+                token_in = True
+            else:
+                token_in = False
+        if not token_in:
+            self._wait_for_space(token, fut, timeout, wait_slot)
         try:
-            cmd = cmd_for(self._prefix + token)
+            self._client.write(head + self._prefix_b + token + tail, self, token)
         except BaseException:
-            slots.release()
+            if pending.pop(token, None) is not None:
+                self._space.set()
             raise
-        # Registered before the write is queued, so the reply cannot beat it.
-        self._pending[token] = (fut, time.monotonic() + timeout)
-        try:
-            self._client.write(cmd, lambda exc, t=token: self._fail(t, exc))
-        except BaseException:
-            self._pending.pop(token, None)
-            slots.release()
-            raise
-        if self._sweeper is None:
-            self._client.loop_thread.call_soon(self._start_sweeper)
+        if not self._sweeper_asked:
+            self._sweeper_asked = True
+            lt.call_soon(self._start_sweeper)
         return fut
+
+    def _wait_for_space(self, token: bytes, fut: PubAckFuture, timeout: float, wait_slot: float | None) -> None:
+        lt = self._client.loop_thread
+        pending = self._pending
+        give_up = None if wait_slot is None else time.monotonic() + wait_slot
+        while True:
+            with self._lock:
+                if len(pending) < self.max_pending:
+                    pending[token] = (fut, time.monotonic() + timeout)
+                    return
+                self._blocked += 1
+            try:
+                self._space.clear()
+                if len(pending) >= self.max_pending:  # re-check after clear: no lost wake-up
+                    self._space.wait(0.25)
+            finally:
+                with self._lock:
+                    self._blocked -= 1
+            lt.check_usable()
+            if give_up is not None and time.monotonic() >= give_up:
+                raise errors.TimeoutError(
+                    f"publish window full: {self.max_pending} publishes unacknowledged for {wait_slot:.3g}s")
 
     # -- loop thread ------------------------------------------------------
 
     def _on_reply(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        entry = self._pending.pop(subject[len(self._prefix_b):].decode(), None)
+        pending = self._pending
+        entry = pending.pop(subject[len(self._prefix_b):], None)
         if entry is None:
             return  # timed out already, or a duplicate
-        self._slots.release()
+        if self._blocked and len(pending) <= self._low_water:
+            self._space.set()
         fut = entry[0]
-        if fut.done():
-            return
         if raw_headers:
             hdrs = decode_headers(raw_headers)
             status = hdrs.get("Status") if hdrs else None
             if status == "503":
-                fut.set_exception(errors.NoRespondersError(
+                fut._fail(errors.NoRespondersError(
                     "no responders: no stream captures this subject (or JetStream is not enabled)"))
                 return
             if status and not data:
-                fut.set_exception(errors.JetStreamError(f"publish failed with status {status} "
-                                                        f"{hdrs.get('Description', '')}".strip()))
+                fut._fail(errors.JetStreamError(f"publish failed with status {status} "
+                                                f"{hdrs.get('Description', '')}".strip()))
                 return
-        try:
-            resp = json.loads(data)
-            err = resp.get("error")
+        if b'"error"' in data or not data.startswith(b"{"):
+            try:
+                err = json.loads(data).get("error")
+            except Exception as exc:  # a malformed reply must still end the future
+                fut._fail(errors.JetStreamError(f"unexpected publish reply {data[:200]!r}: {exc}"))
+                return
             if err:
-                fut.set_exception(errors.api_error_from(err))
-            else:
-                fut.set_result(PubAck.from_response(resp))
-        except Exception as exc:  # a malformed reply must still end the future
-            fut.set_exception(errors.JetStreamError(f"unexpected publish reply {data[:200]!r}: {exc}"))
+                fut._fail(errors.api_error_from(err))
+                return
+        fut._finish_raw(data)
 
-    def _fail(self, token: str, exc: BaseException) -> None:
+    def fail(self, token: bytes, exc: BaseException) -> None:
+        """End one publish with ``exc`` (its write failed, or it timed out)."""
         entry = self._pending.pop(token, None)
         if entry is None:
             return
-        self._slots.release()
-        if not entry[0].done():
-            entry[0].set_exception(exc)
+        if self._blocked:
+            self._space.set()
+        entry[0]._fail(exc)
 
     def _start_sweeper(self) -> None:
         if self._sweeper is None:
@@ -157,14 +252,15 @@ class Publisher:
                 now = time.monotonic()
                 for token, (fut, deadline) in list(self._pending.items()):
                     if deadline <= now:
-                        self._fail(token, errors.TimeoutError("no PubAck from the server in time"))
+                        self.fail(token, errors.TimeoutError("no PubAck from the server in time"))
         finally:
             self.close()
 
     def close(self) -> None:
         """Fail every outstanding future with ClientClosedError (any thread)."""
         for token in list(self._pending):
-            self._fail(token, errors.ClientClosedError("the client closed before the PubAck arrived"))
+            self.fail(token, errors.ClientClosedError("the client closed before the PubAck arrived"))
+        self._space.set()
 
     def outstanding(self) -> list[concurrent.futures.Future]:
         return [f for f, _ in list(self._pending.values())]

@@ -354,9 +354,24 @@ class JetStream:
 
     def _pub_builder(self, subject: str, data: Any, headers: Mapping[str, Any] | None, msg_id: str | None,
                      expected_stream: str | None, expected_last_seq: int | None,
-                     expected_last_subject_seq: int | None, expected_last_msg_id: str | None) -> Any:
-        """Validate a publish and return ``cmd_for(reply) -> bytes`` (no I/O)."""
-        hdrs: Headers | None = None
+                     expected_last_subject_seq: int | None, expected_last_msg_id: str | None) -> tuple[bytes, bytes]:
+        """Validate a publish; return the PUB command's bytes before and after the reply subject (no I/O)."""
+        if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
+                and expected_last_subject_seq is None and expected_last_msg_id is None:
+            subject, payload, hdr = prepare_pub(self._client, subject, data, None)
+        else:
+            subject, payload, hdr = prepare_pub(self._client, subject, data, self._pub_headers(
+                headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
+                expected_last_msg_id))
+        if hdr:
+            return (b"HPUB " + subject.encode() + b" ",
+                    b" %d %d\r\n" % (len(hdr), len(hdr) + len(payload)) + hdr + payload + b"\r\n")
+        return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(payload) + payload + b"\r\n"
+
+    @staticmethod
+    def _pub_headers(headers: Mapping[str, Any] | None, msg_id: str | None, expected_stream: str | None,
+                     expected_last_seq: int | None, expected_last_subject_seq: int | None,
+                     expected_last_msg_id: str | None) -> Mapping[str, Any] | None:
         if headers is not None and not isinstance(headers, Mapping):
             raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
         extra: dict[str, str] = {}
@@ -370,17 +385,10 @@ class JetStream:
             extra[_EXPECTED_LAST_SUBJ_SEQ] = str(_check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
         if expected_last_msg_id is not None:
             extra[_EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
-        if extra:
-            hdrs = Headers.from_multi({**(Headers(headers).multi() if headers else {}),
-                                       **{k: [v] for k, v in extra.items()}})
-        elif headers:
-            hdrs = headers  # type: ignore[assignment]
-        subject, payload, hdr = prepare_pub(self._client, subject, data, hdrs)
-
-        def cmd_for(reply: str) -> bytes:
-            return pub_bytes(subject, reply, payload, hdr)
-
-        return cmd_for
+        if not extra:
+            return headers
+        return Headers.from_multi({**(Headers(headers).multi() if headers else {}),
+                                   **{k: [v] for k, v in extra.items()}})
 
     def publish(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                 msg_id: str | None = None, expected_stream: str | None = None,
@@ -398,12 +406,12 @@ class JetStream:
         ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
         """
         t = self.resolve_timeout(timeout)
-        cmd_for = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
-                                    expected_last_subject_seq, expected_last_msg_id)
+        head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
+                                       expected_last_subject_seq, expected_last_msg_id)
         limit = t if t is not None else 3600.0
 
         def once() -> PubAck:
-            fut = self._publisher.submit(cmd_for, limit, t)
+            fut = self._publisher.submit(head, tail, limit, t)
             deadline = None if t is None else time.monotonic() + t + BRIDGE_GRACE
             return wait_future(fut, deadline, lambda: errors.TimeoutError("no PubAck from the server in time"))
 
@@ -423,9 +431,9 @@ class JetStream:
         them short and never block in them. Not retried.
         """
         t = self.resolve_timeout(timeout)
-        cmd_for = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
-                                    expected_last_subject_seq, expected_last_msg_id)
-        return self._publisher.submit(cmd_for, t if t is not None else 3600.0, t)
+        head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
+                                       expected_last_subject_seq, expected_last_msg_id)
+        return self._publisher.submit(head, tail, t if t is not None else 3600.0, t)
 
     def publish_async_pending(self) -> int:
         """How many ``publish_async`` futures are still unresolved. No I/O."""
