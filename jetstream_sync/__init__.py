@@ -61,6 +61,7 @@ from .errors import (
 )
 from .jetstream import JetStream
 from .message import Msg, MsgMetadata, SequencePair
+from .ordered import OrderedConsumer
 from .pull import MessageBatch
 from .stream import Stream
 
@@ -97,6 +98,7 @@ __all__ = [
     "NoRespondersError",
     "NoServersError",
     "NotConnectedError",
+    "OrderedConsumer",
     "PubAck",
     "ReplayPolicy",
     "RetentionPolicy",

@@ -48,9 +48,9 @@ class MessageStream:
     refused pulls) are logged and kept in ``warnings``. Use from one thread.
     """
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions) -> None:
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, engine: type = ContinuousPull) -> None:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._engine = ContinuousPull(consumer, opts, self._q.put)
+        self._engine = engine(consumer, opts, self._q.put)
         self._client = consumer.client
         self._ended = False
         self._stopping = False
@@ -63,44 +63,51 @@ class MessageStream:
 
         Raises ``jetstream_sync.TimeoutError`` when none arrives in time,
         ``StopIteration`` once the stream was stopped or drained, and the
-        terminal error that ended the pull.
+        terminal error that ended the pull. Ctrl-C stops the stream.
         """
         if self._ended:
             if self.error is not None:
                 raise self.error
             raise StopIteration
-        deadline = None if timeout is None else time.monotonic() + timeout
-        get = self._q.get
+        # The handler sits around a call, not around the loop: on CPython 3.11
+        # an interrupt delivered at the loop's backward jump (what
+        # _thread.interrupt_main() does after a timed-out wait) skips a handler
+        # wrapped around the loop itself.
         try:
-            while True:
-                wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
-                if wait <= 0:
-                    raise errors.TimeoutError(f"no message within {timeout:.3g}s")
-                try:
-                    item = get(timeout=wait)
-                except queue.Empty:
-                    continue
-                if type(item) is Msg:
-                    self._engine.taken(item.size)
-                    if self._stopping:
-                        _nak_quietly(item)
-                        continue
-                    return item
-                if type(item) is Warning_:
-                    log.warning("jetstream_sync: %s", item.error)
-                    self.warnings.append(item.error)
-                    continue
-                # Terminal: everything before it was already returned (FIFO).
-                self._ended = True
-                if item.error is not None and not self._stopping:
-                    self.error = item.error
-                    raise item.error
-                raise StopIteration
+            return self._next(timeout)
         except (StopIteration, errors.JetStreamError):
             raise
         except BaseException:
             self.stop()
             raise
+
+    def _next(self, timeout: float | None) -> Msg:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        get = self._q.get
+        while True:
+            wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
+            if wait <= 0:
+                raise errors.TimeoutError(f"no message within {timeout:.3g}s")
+            try:
+                item = get(timeout=wait)
+            except queue.Empty:
+                continue
+            if type(item) is Msg:
+                self._engine.taken(item.size)
+                if self._stopping:
+                    _nak_quietly(item)
+                    continue
+                return item
+            if type(item) is Warning_:
+                log.warning("jetstream_sync: %s", item.error)
+                self.warnings.append(item.error)
+                continue
+            # Terminal: everything before it was already returned (FIFO).
+            self._ended = True
+            if item.error is not None and not self._stopping:
+                self.error = item.error
+                raise item.error
+            raise StopIteration
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -115,6 +122,18 @@ class MessageStream:
         """
         self._stopping = True
         self._engine.stop_soon()
+        # Hand back what is buffered now; what the loop adds before the pull
+        # halts is NAKed by next() or by the engine itself.
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if type(item) is Msg:
+                self._engine.taken(item.size)
+                _nak_quietly(item)
+            elif type(item) is Terminal:
+                self._ended = True
 
     def drain(self) -> None:
         """Stop pulling; messages already buffered are still returned, then iteration ends."""
@@ -151,13 +170,13 @@ class ConsumeHandle:
     """
 
     def __init__(self, consumer: "Consumer", opts: ConsumeOptions, handler: Callable[[Msg], Any], workers: int,
-                 error_handler: Callable[[BaseException], Any] | None) -> None:
+                 error_handler: Callable[[BaseException], Any] | None, engine: type = ContinuousPull) -> None:
         self._handler = handler
         self._error_handler = error_handler
         cap = opts.max_messages if opts.max_bytes is None else 0
         # Messages never exceed the credit; the slack is for warnings and the terminal item.
         self._q: queue.Queue = queue.Queue(maxsize=cap + 64 if cap else 0)
-        self._engine = ContinuousPull(consumer, opts, self._put)
+        self._engine = engine(consumer, opts, self._put)
         self._lock = threading.Lock()
         self._stopping = False     # stop(): NAK instead of handling
         self._draining = False     # drain(): finish the buffer, then close

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from .client import Client
     from .consumer import Consumer
+    from .ordered import OrderedConsumer
     from .stream import Stream
 
 __all__ = ["JetStream"]
@@ -349,6 +350,19 @@ class JetStream:
         from .consumer import Consumer
 
         return Consumer(self, info)
+
+    def ordered_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None,
+                         **fields: Any) -> "OrderedConsumer":
+        """Return an :class:`OrderedConsumer` on ``stream`` (no I/O until it is read).
+
+        Fields may narrow what it reads (``filter_subject(s)``,
+        ``deliver_policy``, ``opt_start_seq``/``opt_start_time``,
+        ``headers_only``, ``replay_policy``, ``inactive_threshold``); anything
+        that contradicts an ordered consumer (a name, acks, replicas) is a ValueError.
+        """
+        from .ordered import OrderedConsumer
+
+        return OrderedConsumer(self, stream, config, fields)
 
     # -- publishing ------------------------------------------------------------
 

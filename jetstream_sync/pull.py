@@ -262,33 +262,36 @@ class MessageBatch:
     def __next__(self) -> Msg:
         if self._done:
             raise StopIteration
-        get = self._pull.out.get
-        lt = self._pull._client.loop_thread
+        # Handler around a call, not around the loop (see MessageStream.next).
         try:
-            while True:
-                try:
-                    item = get(timeout=WAKE_INTERVAL)
-                except queue.Empty:
-                    if lt.closed:
-                        self._finish(errors.ClientClosedError("the client was closed during the fetch"))
-                    if time.monotonic() > self._deadline:
-                        # The loop missed its own deadline: end the pull from here.
-                        self.stop()
-                        self._finish(None)
-                        raise StopIteration from None
-                    continue
-                if type(item) is tuple and item and item[0] is _END:
-                    self._finish(item[1])
-                    raise StopIteration
-                self.received += 1
-                return item
+            return self._next()
         except (StopIteration, errors.JetStreamError):
             raise
         except BaseException:
-            # KeyboardInterrupt (also from _thread.interrupt_main(), which lands
-            # after the 0.25 s wait returns): leave no pull behind on the server.
+            # KeyboardInterrupt: leave no pull behind on the server.
             self.stop()
             raise
+
+    def _next(self) -> Msg:
+        get = self._pull.out.get
+        lt = self._pull._client.loop_thread
+        while True:
+            try:
+                item = get(timeout=WAKE_INTERVAL)
+            except queue.Empty:
+                if lt.closed:
+                    self._finish(errors.ClientClosedError("the client was closed during the fetch"))
+                if time.monotonic() > self._deadline:
+                    # The loop missed its own deadline: end the pull from here.
+                    self.stop()
+                    self._finish(None)
+                    raise StopIteration from None
+                continue
+            if type(item) is tuple and item and item[0] is _END:
+                self._finish(item[1])
+                raise StopIteration
+            self.received += 1
+            return item
 
     def _finish(self, err: BaseException | None) -> None:
         self._done = True
@@ -461,8 +464,8 @@ class ContinuousPull:
 
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
-        if self._stopped or self._paused:
-            return
+        if self._stopped or self._paused or self._retry_timer is not None:
+            return  # a refused pull waits out RETRY_PULL_DELAY before the next one
         opts = self._opts
         with self._lock:
             self._check_scheduled = False

@@ -158,5 +158,9 @@ class Stream:
         """See ``JetStream.consumer_names``."""
         return self._js.consumer_names(self.name, timeout=timeout)
 
+    def ordered_consumer(self, config: Any = None, **fields: Any) -> Any:
+        """See ``JetStream.ordered_consumer``."""
+        return self._js.ordered_consumer(self.name, config, **fields)
+
     def __repr__(self) -> str:
         return f"<Stream {self.name!r}>"

@@ -1,0 +1,414 @@
+# The ordered consumer (ADR-17 semantics on the ADR-37 API): an ephemeral,
+# in-memory, R1, AckNone consumer that is recreated from the last stream
+# sequence seen whenever anything goes wrong, so the caller sees every stream
+# sequence exactly once, in order.
+#
+# Rule 1: the cursor (last stream sequence handed over) is the only state
+#         that survives a reset; everything else is rebuilt.
+# Rule 2: a reset is triggered by a gap in the consumer sequence, a missed
+#         heartbeat, the consumer's deletion, or a reconnect; never by the user.
+# Rule 3: one read at a time (fetch, next, messages or consume): a second one
+#         is a clear error, since two readers would split the ordered stream.
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import secrets
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+
+import attrs
+
+from . import errors
+from .api import decode
+from .config import AckPolicy, ConsumerConfig, DeliverPolicy, validate_stream_name
+from .consume import ConsumeHandle, MessageStream
+from .message import Msg
+from .pull import ContinuousPull, MessageBatch, Warning_, consume_options
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .consumer import Consumer
+    from .jetstream import JetStream
+
+__all__ = ["OrderedConsumer"]
+
+#: Fields a user may set on an ordered consumer; the rest are fixed by its nature.
+_ALLOWED = frozenset({"filter_subject", "filter_subjects", "deliver_policy", "opt_start_seq", "opt_start_time",
+                      "replay_policy", "headers_only", "inactive_threshold", "metadata", "description"})
+#: An abandoned ordered consumer is removed by the server after this long.
+_DEFAULT_INACTIVE = 300.0
+_RESET_RETRY = 1.0
+
+
+def _sequences(reply: bytes) -> tuple[int, int] | None:
+    """(stream seq, consumer seq) from a $JS.ACK reply subject, or None if it is not one."""
+    tokens = reply.split(b".")
+    n = len(tokens)
+    try:
+        if n == 9:
+            return int(tokens[5]), int(tokens[6])
+        if n >= 11:
+            return int(tokens[7]), int(tokens[8])
+    except ValueError:
+        return None
+    return None
+
+
+class OrderedConsumer:
+    """An ordered view of a stream: every stream sequence once, in order, no acks needed.
+
+    Get one with ``js.ordered_consumer(stream, **fields)``. Supports
+    ``fetch``, ``fetch_no_wait``, ``next``, ``messages`` and ``consume`` like
+    :class:`Consumer`, one at a time. Thread-safe; calls block as they do there.
+    """
+
+    def __init__(self, js: "JetStream", stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
+                 fields: Mapping[str, Any]) -> None:
+        from .jetstream import config_from
+
+        validate_stream_name(stream, "stream")
+        cfg = config_from(ConsumerConfig, config, fields)
+        given = {f.name for f in attrs.fields(ConsumerConfig) if getattr(cfg, f.name) not in (None, {}, [])}
+        bad = given - _ALLOWED
+        if bad:
+            raise ValueError(f"an ordered consumer does not take {', '.join(sorted(bad))}: it is always an "
+                             f"ephemeral, in-memory, AckNone consumer (allowed: {', '.join(sorted(_ALLOWED))})")
+        self._js = js
+        self.stream_name = stream
+        self._base = cfg
+        self.name = f"jss_ordered_{secrets.token_hex(4)}"
+        self._serial = itertools.count(1)
+        self._lock = threading.Lock()
+        self._busy: str | None = None
+        self.cursor = 0          # last stream sequence handed over
+        self._current: "Consumer | None" = None
+        self._needs_reset = True
+        self._dseq = 0           # last consumer sequence seen on the current incarnation (fetch/next)
+
+    @property
+    def js(self) -> "JetStream":
+        return self._js
+
+    @property
+    def client(self) -> "Client":
+        return self._js.client
+
+    # -- configuration of the next incarnation ----------------------------
+
+    def next_config(self) -> ConsumerConfig:
+        """The config of the next server-side consumer: starts right after the cursor."""
+        cfg = attrs.evolve(
+            self._base, name=f"{self.name}_{next(self._serial)}", ack_policy=AckPolicy.NONE, mem_storage=True,
+            num_replicas=1, max_deliver=1,
+            inactive_threshold=self._base.inactive_threshold or _DEFAULT_INACTIVE)
+        if self.cursor:
+            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.cursor + 1,
+                               opt_start_time=None)
+        return cfg
+
+    def create_request(self) -> tuple[str, bytes, str]:
+        cfg = self.next_config()
+        api = self._js.api
+        filt = cfg.filter_subject if not cfg.filter_subjects else None
+        body = json.dumps({"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"},
+                          separators=(",", ":")).encode()
+        return api.consumer_create(self.stream_name, cfg.name, filt), body, cfg.name  # type: ignore[arg-type]
+
+    # -- one reader at a time ---------------------------------------------
+
+    def _enter(self, what: str) -> None:
+        with self._lock:
+            if self._busy is not None:
+                raise RuntimeError(f"this ordered consumer is already being read by {self._busy}(); "
+                                   f"an ordered consumer supports one read at a time (stop it first)")
+            self._busy = what
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._busy = None
+
+    def _consumer(self) -> "Consumer":
+        """The current server-side consumer, recreated after the cursor when needed (blocks)."""
+        if self._current is None or self._needs_reset:
+            old = self._current
+            self._current = self._js.create_consumer(self.stream_name, self.next_config())
+            self._needs_reset = False
+            self._dseq = 0
+            if old is not None:
+                _delete_quietly(self.client, self._js.api.consumer_delete(self.stream_name, old.name))
+        return self._current
+
+    def mark_reset(self) -> None:
+        self._needs_reset = True
+
+    # -- fetch / next ------------------------------------------------------
+
+    def fetch(self, max_messages: int | None = None, *, max_bytes: int | None = None, expires: float = 30.0,
+              idle_heartbeat: float | None = None, timeout: float | None = None) -> "OrderedBatch":
+        """Like ``Consumer.fetch``; a gap or a lost consumer ends the batch early and is healed on the next call."""
+        self._enter("fetch")
+        try:
+            batch = self._consumer().fetch(max_messages, max_bytes=max_bytes, expires=expires,
+                                           idle_heartbeat=idle_heartbeat, timeout=timeout)
+        except BaseException:
+            self._leave()
+            raise
+        return OrderedBatch(self, batch)
+
+    def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> "OrderedBatch":
+        """Like ``Consumer.fetch_no_wait``."""
+        self._enter("fetch_no_wait")
+        try:
+            batch = self._consumer().fetch_no_wait(max_messages, max_bytes=max_bytes)
+        except BaseException:
+            self._leave()
+            raise
+        return OrderedBatch(self, batch)
+
+    def next(self, timeout: float = 30.0) -> Msg:
+        """The next message in stream order, waiting up to ``timeout``. Raises ``jss.TimeoutError``."""
+        if timeout is None:
+            raise ValueError("timeout must be > 0 seconds for next()")
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise errors.TimeoutError(f"no message from the ordered consumer within {timeout:.3g}s")
+            with self.fetch(1, expires=max(left, 0.001)) as batch:
+                for msg in batch:
+                    return msg
+            if not self._needs_reset:
+                raise errors.TimeoutError(f"no message from the ordered consumer within {timeout:.3g}s")
+
+    # -- messages / consume ----------------------------------------------
+
+    def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
+                 idle_heartbeat: float | None = None, threshold_messages: int | None = None,
+                 threshold_bytes: int | None = None) -> MessageStream:
+        """Like ``Consumer.messages``, in stream order, healing gaps and lost consumers by itself."""
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        self._enter("messages")
+        try:
+            return MessageStream(self, opts, engine=OrderedPull)  # type: ignore[arg-type]
+        except BaseException:
+            self._leave()
+            raise
+
+    def consume(self, handler: Callable[[Msg], Any], *, error_handler: Callable[[BaseException], Any] | None = None,
+                max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
+                idle_heartbeat: float | None = None, threshold_messages: int | None = None,
+                threshold_bytes: int | None = None) -> ConsumeHandle:
+        """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself."""
+        if not callable(handler):
+            raise TypeError(f"handler must be callable, got {handler!r}")
+        if error_handler is not None and not callable(error_handler):
+            raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        self._enter("consume")
+        try:
+            return ConsumeHandle(self, opts, handler, 1, error_handler, engine=OrderedPull)  # type: ignore[arg-type]
+        except BaseException:
+            self._leave()
+            raise
+
+    def __repr__(self) -> str:
+        return f"<OrderedConsumer {self.stream_name!r} cursor={self.cursor}>"
+
+
+def _delete_quietly(client: "Client", subject: str) -> None:
+    """Ask the server to delete a consumer without waiting (any thread); the inactive threshold is the backstop."""
+
+    async def go() -> None:
+        try:
+            await client.nc.request(subject, b"", timeout=5)
+        except Exception:
+            pass
+
+    try:
+        client.loop_thread.call_soon(lambda: client.loop_thread.spawn(go(), name="jetstream-sync-ordered-delete"))
+    except errors.ClientClosedError:
+        pass
+
+
+class OrderedBatch:
+    """A fetch from an ordered consumer: yields messages while the sequence is unbroken."""
+
+    def __init__(self, oc: OrderedConsumer, batch: MessageBatch) -> None:
+        self._oc = oc
+        self._batch = batch
+        self._done = False
+        self.error: BaseException | None = None
+
+    def __iter__(self) -> Iterator[Msg]:
+        return self
+
+    def __next__(self) -> Msg:
+        if self._done:
+            raise StopIteration
+        oc = self._oc
+        try:
+            msg = next(self._batch)
+        except StopIteration:
+            self._finish()
+            raise
+        except (errors.ConsumerDeletedError, errors.NoHeartbeatError, errors.NoRespondersError):
+            # The consumer is gone (503: nobody serves its pulls) or went quiet.
+            oc.mark_reset()
+            self._finish()
+            raise StopIteration from None
+        except BaseException as exc:
+            self.error = exc
+            self._finish()
+            raise
+        seqs = _sequences(msg.reply.encode())
+        if seqs is None or seqs[1] != oc._dseq + 1:
+            oc.mark_reset()
+            self._batch.stop()
+            self._finish()
+            raise StopIteration
+        oc.cursor, oc._dseq = seqs[0], seqs[1]
+        return msg
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            self._oc._leave()
+
+    def stop(self) -> None:
+        self._batch.stop()
+        self._finish()
+
+    def __enter__(self) -> "OrderedBatch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class OrderedPull(ContinuousPull):
+    """The continuous pull of an ordered consumer: resets instead of failing (loop thread)."""
+
+    def __init__(self, oc: OrderedConsumer, opts: Any, sink: Any) -> None:
+        super().__init__(oc, opts, sink)  # type: ignore[arg-type]
+        self._oc = oc
+        self._dseq = 0
+        self._resetting = False
+
+    async def start(self) -> None:
+        oc = self._oc
+        if oc._current is not None:  # a fetch left its incarnation behind: this pull makes its own
+            _delete_quietly(self._client, oc.js.api.consumer_delete(oc.stream_name, oc._current.name))
+            oc._current = None
+        oc.mark_reset()
+        self._client.add_listener(self)
+        self._last_seen = time.monotonic()
+        await self._reset("start")
+        self._arm_heartbeat()
+
+    async def _reset(self, reason: str) -> None:
+        """Recreate the server-side consumer after the cursor and pull afresh (loop thread)."""
+        if self._resetting or self._stopped:
+            return
+        self._resetting = True
+        client = self._client
+        try:
+            old_sub, old_name = self._sub, self._consumer_name()
+            if old_sub is not None:
+                client.nc._raw_handlers[old_sub._id] = _ignore
+                await client.unsubscribe_raw(old_sub)
+                self._sub = None
+                _delete_quietly(client, self._oc.js.api.consumer_delete(self._oc.stream_name, old_name))
+            with self._lock:
+                self._pending_msgs = 0
+                self._pending_bytes = 0
+            self._dseq = 0
+            while not self._stopped:
+                subject, body, name = self._oc.create_request()
+                try:
+                    reply = await client.nc.request(subject, body, timeout=self._oc.js.timeout)
+                    decode(reply.data)
+                except errors.StreamNotFoundError as exc:
+                    self._resetting = False
+                    self.halt(exc)
+                    return
+                except Exception as exc:  # timeouts, elections, a server on its way back
+                    self._sink(Warning_(exc if isinstance(exc, errors.JetStreamError)
+                                        else errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
+                    await asyncio.sleep(_RESET_RETRY)
+                    continue
+                self._name = name
+                break
+            if self._stopped:
+                return
+            self._inbox = client.new_inbox()
+            self._subject = self._oc.js.api.msg_next(self._oc.stream_name, self._name)
+            self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
+            self._last_seen = time.monotonic()
+        finally:
+            self._resetting = False
+        self._check()
+
+    def _consumer_name(self) -> str:
+        return getattr(self, "_name", "")
+
+    def _reset_soon(self, reason: str) -> None:
+        if not self._resetting and not self._stopped:
+            self._client.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
+
+    def _check(self) -> None:
+        if self._resetting or self._sub is None:
+            return
+        super()._check()
+
+    def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        if self._stopped or self._resetting:
+            return
+        if reply:
+            seqs = _sequences(reply)
+            if seqs is not None:
+                if seqs[1] != self._dseq + 1:
+                    self._reset_soon("gap")
+                    return
+                self._dseq = seqs[1]
+                self._oc.cursor = seqs[0]
+        super()._on_msg(subject, reply, data, raw_headers)
+
+    def _on_status(self, status: str, hdrs: Any) -> None:
+        if status == "503":  # nobody serves this consumer's pulls: it is gone
+            self._reset_soon("no responders")
+            return
+        super()._on_status(status, hdrs)
+
+    def _on_heartbeat_timer(self) -> None:
+        if self._stopped:
+            return
+        hb = self._opts.idle_heartbeat
+        if not self._paused and not self._resetting and time.monotonic() - self._last_seen >= 2 * hb:
+            self._last_seen = time.monotonic()
+            self._sink(Warning_(errors.NoHeartbeatError(f"no message or heartbeat for {2 * hb:.3g}s; "
+                                                        "recreating the ordered consumer")))
+            self._reset_soon("heartbeat")
+        self._arm_heartbeat()
+
+    def halt(self, err: BaseException | None) -> None:
+        if isinstance(err, errors.ConsumerDeletedError) and not self._stopped:
+            self._reset_soon("deleted")
+            return
+        if not self._stopped:
+            name = self._consumer_name()
+            if name:
+                _delete_quietly(self._client, self._oc.js.api.consumer_delete(self._oc.stream_name, name))
+            self._oc._leave()
+        super().halt(err)
+
+    def on_reconnected(self) -> None:
+        self._paused = False
+        self._last_seen = time.monotonic()
+        self._reset_soon("reconnect")
+
+
+def _ignore(*_: Any) -> None:
+    pass
