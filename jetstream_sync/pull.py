@@ -164,14 +164,34 @@ class _FetchPull:
         self._watchdog: asyncio.TimerHandle | None = None
         self._deadline: float = 0.0
 
+    def start_soon(self) -> None:
+        """Schedule ``start()`` on the loop without waiting for it (any thread). Never blocks."""
+        lt = self._client.loop_thread
+        lt.call_soon(lambda: lt.spawn(self.start(), name="jetstream-sync-fetch"))
+
     async def start(self) -> None:
+        if self._ended:  # stopped before it began
+            return
         client = self._client
         inbox = client.new_inbox()
-        self._sub = await client.subscribe_raw(inbox, self._on_msg)
+        try:
+            self._sub = await client.subscribe_raw(inbox, self._on_msg)
+        except Exception as exc:
+            from .client import _translate
+
+            self.end(_translate(exc))
+            return
+        if self._ended:
+            await client.unsubscribe_raw(self._sub)
+            return
         client.add_listener(self)
         subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
-        client.nc.write_nowait(f"PUB {subject} {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
+        try:
+            client.nc.write_nowait(f"PUB {subject} {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
+        except errors.JetStreamError as exc:
+            self.end(exc)
+            return
         now = time.monotonic()
         self._last_seen = now
         self._deadline = now + self._opts.client_deadline
@@ -314,10 +334,14 @@ class MessageBatch:
 
 
 def start_fetch(consumer: "Consumer", opts: FetchOptions, timeout: float | None = None) -> MessageBatch:
-    """Send the pull request now (blocking until it is queued, at most ``timeout`` or the
-    context's timeout) and return the batch to iterate."""
+    """Send the pull request now (without waiting for the loop) and return the batch to iterate.
+
+    ``timeout`` is accepted for symmetry; nothing here waits on the network."""
     pull = _FetchPull(consumer, opts)
-    consumer.client.call(pull.start(), timeout if timeout is not None else consumer.js.timeout)
+    consumer.client.loop_thread.check_usable()
+    # No wait for the loop: the request goes out with the loop's next turn,
+    # and anything that stops it arrives through the batch like any ending.
+    pull.start_soon()
     return MessageBatch(pull, opts.client_deadline)
 
 
