@@ -41,6 +41,8 @@ _ALLOWED = frozenset({"filter_subject", "filter_subjects", "deliver_policy", "op
 #: An abandoned ordered consumer is removed by the server after this long.
 _DEFAULT_INACTIVE = 300.0
 _RESET_RETRY = 1.0
+#: How long a new read waits for a stopped one to finish halting.
+_RELEASE_WAIT = 5.0
 
 
 def _sequences(reply: bytes) -> tuple[int, int] | None:
@@ -81,8 +83,9 @@ class OrderedConsumer:
         self._base = cfg
         self.name = f"jss_ordered_{secrets.token_hex(4)}"
         self._serial = itertools.count(1)
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._busy: str | None = None
+        self._releasing = False  # the current read was told to stop and will leave shortly
         self.cursor = 0          # last stream sequence handed over
         self._current: "Consumer | None" = None
         self._needs_reset = True
@@ -98,19 +101,20 @@ class OrderedConsumer:
 
     # -- configuration of the next incarnation ----------------------------
 
-    def next_config(self) -> ConsumerConfig:
-        """The config of the next server-side consumer: starts right after the cursor."""
+    def next_config(self, after: int | None = None) -> ConsumerConfig:
+        """The config of the next server-side consumer: starts right after ``after`` (default: the cursor)."""
+        after = self.cursor if after is None else after
         cfg = attrs.evolve(
             self._base, name=f"{self.name}_{next(self._serial)}", ack_policy=AckPolicy.NONE, mem_storage=True,
             num_replicas=1, max_deliver=1,
             inactive_threshold=self._base.inactive_threshold or _DEFAULT_INACTIVE)
-        if self.cursor:
-            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.cursor + 1,
+        if after:
+            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1,
                                opt_start_time=None)
         return cfg
 
-    def create_request(self) -> tuple[str, bytes, str]:
-        cfg = self.next_config()
+    def create_request(self, after: int | None = None) -> tuple[str, bytes, str]:
+        cfg = self.next_config(after)
         api = self._js.api
         filt = cfg.filter_subject if not cfg.filter_subjects else None
         body = json.dumps({"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"},
@@ -121,6 +125,9 @@ class OrderedConsumer:
 
     def _enter(self, what: str) -> None:
         with self._lock:
+            if self._busy is not None and self._releasing:
+                # stop() was called on the previous read; its pull halts on the loop thread in a moment.
+                self._lock.wait_for(lambda: self._busy is None, timeout=_RELEASE_WAIT)
             if self._busy is not None:
                 raise RuntimeError(f"this ordered consumer is already being read by {self._busy}(); "
                                    f"an ordered consumer supports one read at a time (stop it first)")
@@ -129,6 +136,21 @@ class OrderedConsumer:
     def _leave(self) -> None:
         with self._lock:
             self._busy = None
+            self._releasing = False
+            self._lock.notify_all()
+
+    def _release_soon(self) -> None:
+        """The current read was asked to stop (any thread): a new read may wait for it to leave."""
+        with self._lock:
+            if self._busy is not None:
+                self._releasing = True
+
+    def handed_over(self, msg: Msg) -> Msg:
+        """Advance the cursor past a message given to the user (user thread)."""
+        seqs = _sequences(msg.reply.encode())
+        if seqs is not None:
+            self.cursor = seqs[0]
+        return msg
 
     def _consumer(self) -> "Consumer":
         """The current server-side consumer, recreated after the cursor when needed (blocks)."""
@@ -156,7 +178,18 @@ class OrderedConsumer:
         except BaseException:
             self._leave()
             raise
-        return OrderedBatch(self, batch)
+        deadline = time.monotonic() + expires
+
+        def retry() -> MessageBatch | None:
+            # The consumer was gone before anything came: recreate it and pull for the time left.
+            left = deadline - time.monotonic()
+            if left < 0.01:
+                return None
+            hb = idle_heartbeat if idle_heartbeat is not None and idle_heartbeat <= left / 2 else None
+            return self._consumer().fetch(max_messages, max_bytes=max_bytes, expires=left, idle_heartbeat=hb,
+                                          timeout=timeout)
+
+        return OrderedBatch(self, batch, retry)
 
     def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> "OrderedBatch":
         """Like ``Consumer.fetch_no_wait``."""
@@ -166,7 +199,7 @@ class OrderedConsumer:
         except BaseException:
             self._leave()
             raise
-        return OrderedBatch(self, batch)
+        return OrderedBatch(self, batch, lambda: self._consumer().fetch_no_wait(max_messages, max_bytes=max_bytes))
 
     def next(self, timeout: float = 30.0) -> Msg:
         """The next message in stream order, waiting up to ``timeout``. Raises ``jss.TimeoutError``."""
@@ -192,7 +225,7 @@ class OrderedConsumer:
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("messages")
         try:
-            return MessageStream(self, opts, engine=OrderedPull)  # type: ignore[arg-type]
+            return _OrderedMessageStream(self, opts, engine=OrderedPull)  # type: ignore[arg-type]
         except BaseException:
             self._leave()
             raise
@@ -208,8 +241,12 @@ class OrderedConsumer:
             raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("consume")
+
+        def handle(msg: Msg) -> Any:
+            return handler(self.handed_over(msg))
+
         try:
-            return ConsumeHandle(self, opts, handler, 1, error_handler, engine=OrderedPull)  # type: ignore[arg-type]
+            return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)  # type: ignore[arg-type]
         except BaseException:
             self._leave()
             raise
@@ -233,12 +270,22 @@ def _delete_quietly(client: "Client", subject: str) -> None:
         pass
 
 
+class _OrderedMessageStream(MessageStream):
+    """``OrderedConsumer.messages()``: a MessageStream whose cursor follows what it hands over."""
+
+    def next(self, timeout: float | None = None) -> Msg:
+        return self._engine._oc.handed_over(super().next(timeout))
+
+
 class OrderedBatch:
     """A fetch from an ordered consumer: yields messages while the sequence is unbroken."""
 
-    def __init__(self, oc: OrderedConsumer, batch: MessageBatch) -> None:
+    def __init__(self, oc: OrderedConsumer, batch: MessageBatch,
+                 retry: Callable[[], MessageBatch | None] | None = None) -> None:
         self._oc = oc
         self._batch = batch
+        self._retry = retry
+        self._yielded = 0
         self._done = False
         self.error: BaseException | None = None
 
@@ -249,20 +296,38 @@ class OrderedBatch:
         if self._done:
             raise StopIteration
         oc = self._oc
-        try:
-            msg = next(self._batch)
-        except StopIteration:
-            self._finish()
-            raise
-        except (errors.ConsumerDeletedError, errors.NoHeartbeatError, errors.NoRespondersError):
-            # The consumer is gone (503: nobody serves its pulls) or went quiet.
-            oc.mark_reset()
-            self._finish()
-            raise StopIteration from None
-        except BaseException as exc:
-            self.error = exc
-            self._finish()
-            raise
+        while True:
+            try:
+                msg = next(self._batch)
+                break
+            except StopIteration:
+                self._finish()
+                raise
+            except (errors.ConsumerDeletedError, errors.NoRespondersError):
+                # The consumer is gone (503: nobody serves its pulls; or deleted while we waited).
+                oc.mark_reset()
+                retry, self._retry = self._retry, None
+                if retry is None or self._yielded:
+                    self._finish()  # the next call recreates it
+                    raise StopIteration from None
+                try:  # nothing came yet: recreate it and pull again within this call
+                    batch = retry()
+                except BaseException as exc:
+                    self.error = exc
+                    self._finish()
+                    raise
+                if batch is None:
+                    self._finish()
+                    raise StopIteration from None
+                self._batch = batch
+            except errors.NoHeartbeatError:
+                oc.mark_reset()
+                self._finish()
+                raise StopIteration from None
+            except BaseException as exc:
+                self.error = exc
+                self._finish()
+                raise
         seqs = _sequences(msg.reply.encode())
         if seqs is None or seqs[1] != oc._dseq + 1:
             oc.mark_reset()
@@ -270,6 +335,7 @@ class OrderedBatch:
             self._finish()
             raise StopIteration
         oc.cursor, oc._dseq = seqs[0], seqs[1]
+        self._yielded += 1
         return msg
 
     def _finish(self) -> None:
@@ -278,6 +344,14 @@ class OrderedBatch:
             self._oc._leave()
 
     def stop(self) -> None:
+        """Abandon the batch. Messages the server sent and we did not yield are gone from this
+        incarnation (AckNone), so the next read recreates the consumer after the cursor."""
+        if not self._done:
+            pull = self._batch._pull
+            # More may still come unless the pull ended or already got its whole batch.
+            open_ = not pull._ended and pull.received < pull._opts.batch
+            if open_ or pull.received > self._yielded:
+                self._oc.mark_reset()
         self._batch.stop()
         self._finish()
 
@@ -295,6 +369,7 @@ class OrderedPull(ContinuousPull):
         super().__init__(oc, opts, sink)  # type: ignore[arg-type]
         self._oc = oc
         self._dseq = 0
+        self._recv = oc.cursor  # last stream sequence received (buffered or handed over)
         self._resetting = False
 
     async def start(self) -> None:
@@ -326,11 +401,16 @@ class OrderedPull(ContinuousPull):
                 self._pending_bytes = 0
             self._dseq = 0
             while not self._stopped:
-                subject, body, name = self._oc.create_request()
+                subject, body, name = self._oc.create_request(self._recv)
                 try:
                     reply = await client.nc.request(subject, body, timeout=self._oc.js.timeout)
                     decode(reply.data)
-                except errors.StreamNotFoundError as exc:
+                except errors.APIError as exc:
+                    if exc.retriable:  # 503: JetStream busy electing a leader
+                        self._sink(Warning_(exc))
+                        await asyncio.sleep(_RESET_RETRY)
+                        continue
+                    # The stream is gone, or the server refuses this config for good.
                     self._resetting = False
                     self.halt(exc)
                     return
@@ -373,7 +453,7 @@ class OrderedPull(ContinuousPull):
                     self._reset_soon("gap")
                     return
                 self._dseq = seqs[1]
-                self._oc.cursor = seqs[0]
+                self._recv = seqs[0]
         super()._on_msg(subject, reply, data, raw_headers)
 
     def _on_status(self, status: str, hdrs: Any) -> None:
@@ -408,6 +488,10 @@ class OrderedPull(ContinuousPull):
         self._paused = False
         self._last_seen = time.monotonic()
         self._reset_soon("reconnect")
+
+    def stop_soon(self) -> None:
+        self._oc._release_soon()
+        super().stop_soon()
 
 
 def _ignore(*_: Any) -> None:
