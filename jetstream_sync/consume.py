@@ -91,6 +91,10 @@ class MessageStream:
             try:
                 item = get(timeout=wait)
             except queue.Empty:
+                if self._ended or (self._stopping and self._engine.halted.is_set()):
+                    # stop() from another thread took the end marker, or nothing more will come.
+                    self._ended = True
+                    raise StopIteration from None
                 continue
             if type(item) is Msg:
                 self._engine.taken(item.size)

@@ -450,6 +450,7 @@ class ContinuousPull:
         self._buffered_msgs = 0     # delivered, not yet taken by a user thread
         self._buffered_bytes = 0
         self._check_scheduled = False
+        self._wait_for_empty = False  # a message did not fit the free bytes: pull again once all are free
         self.pulls = 0
         self.received = 0
         self._sub: Any = None
@@ -503,6 +504,10 @@ class ContinuousPull:
                 credit = self._pending_bytes + self._buffered_bytes
                 if credit > opts.threshold_bytes or credit >= opts.max_bytes:
                     return
+                if self._wait_for_empty:
+                    if self._buffered_bytes > 0:
+                        return
+                    self._wait_for_empty = False
                 batch, max_bytes = BYTES_BATCH, opts.max_bytes - credit
                 self._pending_bytes += max_bytes
         try:
@@ -571,6 +576,20 @@ class ContinuousPull:
                 self._pending_msgs = max(0, self._pending_msgs - int(pm or 0))
                 self._pending_bytes = max(0, self._pending_bytes - int(pb or 0))
         if kind is Status.END:
+            if self._opts.max_bytes is not None and "exceeds maxbytes" in hdrs.get("Description", "").lower():
+                # The next message is bigger than the free byte credit. Wait for
+                # the buffer to empty and pull the whole budget; if even that
+                # is too small, say so and back off instead of spinning.
+                with self._lock:
+                    empty = self._buffered_bytes <= 0
+                    self._wait_for_empty = not empty
+                if empty:
+                    self._sink(Warning_(errors.JetStreamError(
+                        f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))
+                    if self._retry_timer is None:
+                        self._retry_timer = self._client.loop_thread.loop.call_later(RETRY_PULL_DELAY,
+                                                                                     self._retry_pull)
+                    return
             self._check()
             return
         if kind is Status.TERMINAL and not isinstance(err, errors.NoRespondersError):

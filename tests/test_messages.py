@@ -421,3 +421,33 @@ def test_iteration_resumes_after_a_server_crash_and_restart(fresh_server, fresh_
                 break
             assert msg.data == b"before"  # only a redelivery of the first may come first
         assert msgs.error is None
+
+
+@pytest.mark.timeout(30)
+def test_stop_from_another_thread_ends_an_iteration_blocked_on_an_empty_stream(js, stream, subject, consumer):
+    for _ in range(20):  # the race between stop() and the end marker is short: try it often
+        msgs = consumer.messages(max_messages=10)
+        ended = threading.Event()
+
+        def read():
+            for _msg in msgs:
+                pass
+            ended.set()
+
+        reader = threading.Thread(target=read, name="test-reader", daemon=True)
+        reader.start()
+        msgs.stop()
+        assert ended.wait(3.0), "the reader stayed blocked after stop() from another thread"
+        reader.join(2)
+
+
+@pytest.mark.timeout(30)
+def test_a_message_larger_than_max_bytes_is_reported_once_and_does_not_make_the_pull_spin(
+        js, stream, subject, consumer):
+    js.publish(subject, b"x" * 200)
+    msgs = consumer.messages(max_bytes=100)
+    with pytest.raises(jss.TimeoutError):
+        msgs.next(timeout=1.5)
+    msgs.stop()
+    assert any("larger than max_bytes" in str(w) for w in msgs.warnings)
+    assert msgs._engine.pulls <= 4  # one pull, then one per 1 s back-off; not thousands
