@@ -165,7 +165,7 @@ class ConsumeStats:
 class ConsumeHandle:
     """``consumer.consume(handler, workers=N)``: a running consume with its worker threads.
 
-    The loop thread puts pulled messages into a bounded ``queue.Queue``;
+    The loop thread puts pulled messages into a queue bounded by the pull credit;
     ``workers`` threads named ``jetstream-sync-worker-*`` call ``handler(msg)``.
     A handler that raises gets its message NAKed (unless it acked it) and
     the exception goes to ``error_handler``, which also receives warnings and
@@ -177,9 +177,13 @@ class ConsumeHandle:
                  error_handler: Callable[[BaseException], Any] | None, engine: type = ContinuousPull) -> None:
         self._handler = handler
         self._error_handler = error_handler
-        cap = opts.max_messages if opts.max_bytes is None else 0
-        # Messages never exceed the credit; the slack is for warnings and the terminal item.
-        self._q: queue.Queue = queue.Queue(maxsize=cap + 64 if cap else 0)
+        # Bounded by the pull credit, not by the queue: the loop never puts more
+        # than max_messages/max_bytes of messages in flight (ContinuousPull
+        # counts them until a worker takes one), and _put re-checks it. A
+        # SimpleQueue costs the loop a third of what queue.Queue's lock and
+        # notify cost per message, and put() can never block.
+        self._cap = opts.max_messages if opts.max_bytes is None else None
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._put)
         self._lock = threading.Lock()
         self._stopping = False     # stop(): NAK instead of handling
@@ -204,12 +208,13 @@ class ConsumeHandle:
             self._engine.taken(item.size)
             _nak_quietly(item)
             return
-        try:
-            self._q.put_nowait(item)
-        except queue.Full:  # only warnings can be dropped here; credit bounds messages
-            if type(item) is Msg:
-                _nak_quietly(item)
-            log.warning("jetstream_sync: consume buffer full, dropped %r", item)
+        if self._cap is not None and type(item) is Msg and self._engine.buffered() > self._cap:
+            # Cannot happen while the credit accounting holds; never grow past the bound.
+            self._engine.taken(item.size)
+            _nak_quietly(item)
+            log.error("jetstream_sync: consume buffer over max_messages; handed %s back", item.subject)
+            return
+        self._q.put(item)
 
     # -- worker threads ----------------------------------------------------
 
@@ -295,10 +300,7 @@ class ConsumeHandle:
 
     def _wake_all(self) -> None:
         for _ in self._threads:
-            try:
-                self._q.put_nowait(None)
-            except queue.Full:
-                pass  # workers also wake every 0.25 s
+            self._q.put(None)
 
     # -- public ------------------------------------------------------------
 

@@ -7,13 +7,14 @@
 #         round trip said.
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
 from .config import ConsumerInfo
 from .message import Msg
 from .consume import ConsumeHandle, MessageStream
-from .pull import MessageBatch, consume_options, fetch_options, start_fetch
+from .pull import MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
     from .client import Client
@@ -30,6 +31,9 @@ class Consumer:
         self._info = info
         self.name: str = info.name
         self.stream_name: str = info.stream_name
+        self._next_inbox: NextInbox | None = None
+        self._next_lock = threading.Lock()
+        self._next_opts: dict[float, Any] = {}
 
     @property
     def js(self) -> "JetStream":
@@ -82,19 +86,35 @@ class Consumer:
     def next(self, timeout: float = 30.0) -> Msg:
         """Pull one message, blocking up to ``timeout`` seconds for it.
 
-        Raises ``jetstream_sync.TimeoutError`` when none arrives,
-        ``ConsumerDeletedError`` when the consumer goes away while waiting.
+        The pull request is sent at once (no wait for the loop thread) on a
+        long-lived inbox of this handle; the message is built on the calling
+        thread. Raises ``jetstream_sync.TimeoutError`` when none arrives,
+        ``ConsumerDeletedError`` when the consumer goes away while waiting,
+        ``ClientClosedError``; Ctrl-C withdraws the pull.
         """
         if timeout is None:
             raise ValueError("timeout must be > 0 seconds for next(); use messages() to wait without a bound")
-        opts = fetch_options(1, None, timeout, None)
-        batch = start_fetch(self, opts)
-        try:
-            for msg in batch:
-                return msg
-        finally:
-            batch.stop()
-        raise errors.TimeoutError(f"no message from consumer {self.name!r} within {timeout:.3g}s")
+        opts = self._next_opts.get(timeout)
+        if opts is None:
+            opts = fetch_options(1, None, timeout, None)
+            if len(self._next_opts) < 16:
+                self._next_opts[timeout] = opts
+        with self._next_lock:
+            inbox = self._next_inbox
+            if inbox is None or inbox.retired:
+                inbox = NextInbox(self)
+                self.client.call(inbox.start(), self._js.timeout)
+                self._next_inbox = inbox
+            mine = inbox.try_acquire()
+        if not mine:  # another thread is in next() on this handle: a one-off pull of its own
+            batch = start_fetch(self, opts)
+            try:
+                for msg in batch:
+                    return msg
+            finally:
+                batch.stop()
+            raise errors.TimeoutError(f"no message from consumer {self.name!r} within {timeout:.3g}s")
+        return inbox.next(opts, f"consumer {self.name!r}")
 
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,

@@ -98,10 +98,11 @@ class Msg:
     thread-safe and never block on the network, except :meth:`double_ack`.
     """
 
-    __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_acked")
+    __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_acked",
+                 "_reply_b")
 
     def __init__(self, client: "Client | None", subject: str, reply: str, data: bytes,
-                 raw_headers: bytes = b"", headers: Headers | None = None) -> None:
+                 raw_headers: bytes = b"", headers: Headers | None = None, reply_b: bytes | None = None) -> None:
         self._client = client
         self.subject = subject
         self.reply = reply
@@ -110,6 +111,7 @@ class Msg:
         self._headers = headers
         self._metadata: MsgMetadata | None = None
         self._acked = False
+        self._reply_b = reply_b  # the reply as it came off the wire, so an ack need not re-encode it
 
     @classmethod
     def from_nats(cls, client: "Client | None", m: Any) -> "Msg":
@@ -162,7 +164,7 @@ class Msg:
                     raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
                 self._acked = True
         try:
-            client.write(b"PUB " + self.reply.encode() + b" " + str(len(payload)).encode() + b"\r\n"
+            client.write(b"PUB " + (self._reply_b or self.reply.encode()) + b" %d\r\n" % len(payload)
                          + payload + b"\r\n")
         except BaseException:
             if terminal:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import enum
+import itertools
 import json
 import logging
 import queue
@@ -30,7 +31,8 @@ from .message import Msg
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "Status", "classify_status",
+__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "Status",
+           "classify_status",
            "consume_options", "fetch_options"]
 
 log = logging.getLogger("jetstream_sync")
@@ -233,7 +235,7 @@ class _FetchPull:
         self.received += 1
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         self.received_bytes += size
-        self.out.put(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers))
+        self.out.put(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers, None, reply))
         opts = self._opts
         if self.received >= opts.batch or (opts.max_bytes is not None and self.received_bytes >= opts.max_bytes):
             self.end(None)
@@ -321,6 +323,8 @@ class MessageBatch:
 
     def stop(self) -> None:
         """Abandon the pull: the inbox is unsubscribed; messages not yet read are redelivered by the server."""
+        if self._pull._ended:
+            return  # already over (read on any thread: a stale False only costs one no-op crossing)
         try:
             self._pull._client.loop_thread.call_soon(self._pull.end, None)
         except errors.ClientClosedError:
@@ -564,7 +568,7 @@ class ContinuousPull:
             self._buffered_msgs += 1
             self._buffered_bytes += size
         self.received += 1
-        self._sink(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers))
+        self._sink(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers, None, reply))
 
     def _on_status(self, status: str, hdrs: Any) -> None:
         kind, err = classify_status(status, hdrs.get("Description", ""))
@@ -675,3 +679,121 @@ class ContinuousPull:
             self._client.loop_thread.call_soon(self.halt, None)
         except errors.ClientClosedError:
             self.halted.set()
+
+
+# -- next(): one message on a long-lived inbox --------------------------------
+
+
+class NextInbox:
+    """A long-lived inbox for ``Consumer.next()``, serving one call at a time.
+
+    Saves a SUB/UNSUB and a task per call: the pull request rides the Outbox
+    (sharing a loop crossing with the previous ack) and the reply reaches the
+    caller through a SimpleQueue as raw parts, parsed on the caller's thread.
+    A pulled message carries its stream subject, not the inbox, so requests
+    cannot be told apart by subject: hence one outstanding request at a time
+    (``try_acquire``). A call that ends abnormally (interrupted, or the client
+    gave up before the server's expiry) retires the inbox: dropping its
+    interest makes the server discard the request still waiting on it, so it
+    cannot take the next message. A message arriving with nobody waiting is NAKed.
+    """
+
+    def __init__(self, consumer: "Consumer") -> None:
+        self._client = consumer.client
+        self._busy = threading.Lock()
+        self._current: queue.SimpleQueue | None = None
+        self._token = b""
+        self._tokens = itertools.count(1)
+        self.prefix = consumer.client.new_inbox().encode() + b"."
+        self.subject = consumer.js.api.msg_next(consumer.stream_name, consumer.name).encode()
+        self._sub: Any = None
+        self.retired = False
+
+    async def start(self) -> None:
+        self._sub = await self._client.subscribe_raw(self.prefix.decode() + "*", self._on_msg)
+
+    def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        q = self._current
+        if subject.startswith(self.prefix):  # a status: it names its request
+            if q is not None and subject[len(self.prefix):] == self._token:
+                q.put((subject, reply, data, raw_headers))
+            return
+        if q is not None:
+            q.put((subject, reply, data, raw_headers))
+        elif reply.startswith(b"$JS.ACK."):  # nobody waits for it any more: hand it back
+            try:
+                self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
+            except errors.JetStreamError:
+                pass
+
+    def try_acquire(self) -> bool:
+        """Reserve the inbox for one call (False when another thread is using it)."""
+        return self._busy.acquire(blocking=False)
+
+    def retire(self) -> None:
+        """Drop the inbox's interest (any thread); the next call makes a new inbox."""
+        if self.retired:
+            return
+        self.retired = True
+        if self._sub is not None:
+            try:
+                self._client.loop_thread.call_soon(
+                    lambda: self._client.loop_thread.spawn(self._client.unsubscribe_raw(self._sub, linger=2.0),
+                                                           name="jetstream-sync-unsub"))
+            except errors.ClientClosedError:
+                pass
+
+    def next(self, opts: FetchOptions, what: str) -> Msg:
+        """Send a one-message pull and wait for its answer on the calling thread (after ``try_acquire``)."""
+        client = self._client
+        lt = client.loop_thread
+        token = b"%d" % next(self._tokens)
+        q: queue.SimpleQueue = queue.SimpleQueue()
+        self._token = token
+        self._current = q
+        body = json.dumps(opts.request(), separators=(",", ":")).encode()
+        self._ok = False
+        # The cleanup wraps a call, not the wait loop (see MessageStream.next).
+        try:
+            client.write(b"PUB " + self.subject + b" " + self.prefix + token + b" %d\r\n" % len(body)
+                         + body + b"\r\n")
+            return self._wait(q, opts, what)
+        finally:
+            self._current = None
+            self._busy.release()
+            if not self._ok:
+                self.retire()
+
+    def _wait(self, q: queue.SimpleQueue, opts: FetchOptions, what: str) -> Msg:
+        client = self._client
+        lt = client.loop_thread
+        now = time.monotonic()
+        deadline = now + opts.client_deadline
+        hb = opts.idle_heartbeat
+        last_seen = now
+        while True:
+            try:
+                subject, reply, data, raw = q.get(timeout=WAKE_INTERVAL)
+            except queue.Empty:
+                now = time.monotonic()
+                if lt.closed:
+                    raise errors.ClientClosedError("the client was closed during next()") from None
+                if now > deadline:
+                    raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s") from None
+                if hb is not None and now - last_seen >= 2 * hb:
+                    raise errors.NoHeartbeatError(f"no heartbeat for {2 * hb:.3g}s during next()") from None
+                continue
+            last_seen = time.monotonic()
+            if raw and not data and raw.startswith(b"NATS/1.0 "):
+                hdrs = decode_headers(raw)
+                if hdrs is not None and hdrs.get("Status"):
+                    kind, err = classify_status(hdrs["Status"], hdrs.get("Description", ""))
+                    if kind is Status.HEARTBEAT:
+                        continue
+                    self._ok = True  # the server ended this request itself
+                    if kind is Status.END:
+                        raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s")
+                    assert err is not None
+                    raise err
+            self._ok = True
+            return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

@@ -51,6 +51,10 @@ class PlainNats:
     def subscribe(self, subject: str, cb) -> None:
         async def go():
             await self.nc.subscribe(subject, cb=cb)
+            # nats-py writes PING straight to the socket, possibly ahead of the
+            # buffered SUB: let its flusher write the SUB first, then PING.
+            while self.nc._pending_data_size:
+                await asyncio.sleep(0)
             await self.nc.flush()  # the server has the interest before we return
 
         self.run(go())

@@ -249,3 +249,38 @@ def test_bad_fetch_options_are_refused_before_a_pull_is_sent(js, consumer, api_s
     publish(js, 1)
     assert_sends_nothing(api_spy, js, lambda: call(consumer), exc, match)
     assert consumer.info().num_pending == 1  # nothing was delivered either
+
+
+@pytest.mark.timeout(30)
+def test_next_from_several_threads_on_one_handle_delivers_each_message_once(js, consumer):
+    publish(js, 200)
+    got: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def reader():
+        try:
+            for _ in range(50):
+                msg = consumer.next(timeout=5)
+                msg.ack()
+                with lock:
+                    got.append(msg.metadata.sequence.stream)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader, name=f"test-next-{i}") for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not errors
+    assert sorted(got) == list(range(1, 201))
+
+
+@pytest.mark.timeout(30)
+def test_repeated_next_calls_reuse_one_subscription(js, consumer, client):
+    publish(js, 20)
+    subs_before = len(client.nc._subs)
+    for _ in range(20):
+        consumer.next(timeout=5).ack()
+    assert len(client.nc._subs) <= subs_before + 1
