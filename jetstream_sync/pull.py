@@ -562,13 +562,22 @@ class ContinuousPull:
                 self._on_status(status, hdrs)  # type: ignore[arg-type]
                 return
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
+        opts = self._opts
         with self._lock:
             self._pending_msgs = max(0, self._pending_msgs - 1)
             self._pending_bytes = max(0, self._pending_bytes - size)
             self._buffered_msgs += 1
             self._buffered_bytes += size
+            # Workers free credit as they take messages; notice it here too, so
+            # a busy loop refills without waiting for a worker's wake-up call.
+            if opts.max_bytes is None:
+                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
+            else:
+                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
         self.received += 1
         self._sink(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+        if due:
+            self._check()
 
     def _on_status(self, status: str, hdrs: Any) -> None:
         kind, err = classify_status(status, hdrs.get("Description", ""))
@@ -667,7 +676,11 @@ class ContinuousPull:
         try:
             self._client.loop_thread.call_soon(self._check_soon)
         except errors.ClientClosedError:
-            pass
+            return
+        # Let the loop thread run the refill now: a busy worker would otherwise
+        # keep the GIL for a whole switch interval (5 ms) and drain the buffer
+        # before the next pull request leaves, starving the server.
+        time.sleep(0)
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""
