@@ -134,6 +134,8 @@ class Publisher:
 
             self._sub = self._client.call(start(), self._client.default_timeout)
             self._prefix_b = prefix.encode()
+            # When nats-py gives up reconnecting, nothing will answer: fail the futures then.
+            self._client.add_listener(self)
 
     def in_flight(self) -> int:
         """Publishes sent and not yet acknowledged. No I/O."""
@@ -255,6 +257,14 @@ class Publisher:
                         self.fail(token, errors.TimeoutError("no PubAck from the server in time"))
         finally:
             self.close()
+
+    # connection events (loop thread)
+    def on_disconnected(self) -> None: ...
+
+    def on_reconnected(self) -> None: ...
+
+    def on_closed(self) -> None:
+        self.close()
 
     def close(self) -> None:
         """Fail every outstanding future with ClientClosedError (any thread)."""

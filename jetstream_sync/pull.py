@@ -779,7 +779,6 @@ class NextInbox:
 
     def _wait(self, q: queue.SimpleQueue, opts: FetchOptions, what: str) -> Msg:
         client = self._client
-        lt = client.loop_thread
         now = time.monotonic()
         deadline = now + opts.client_deadline
         hb = opts.idle_heartbeat
@@ -789,7 +788,9 @@ class NextInbox:
                 subject, reply, data, raw = q.get(timeout=WAKE_INTERVAL)
             except queue.Empty:
                 now = time.monotonic()
-                if lt.closed:
+                # is_closed, not lt.closed: a connection that gave up reconnecting
+                # is closed while the loop thread still runs.
+                if client.is_closed:
                     raise errors.ClientClosedError("the client was closed during next()") from None
                 if now > deadline:
                     raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s") from None
