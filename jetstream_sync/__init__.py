@@ -67,6 +67,14 @@ from .stream import Stream
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):  # ``jss.spark`` without importing it up front (pyspark is optional)
+    if name == "spark":
+        import importlib
+
+        return importlib.import_module(".spark", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "APIError",
     "AccountInfo",

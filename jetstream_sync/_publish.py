@@ -18,6 +18,7 @@ import itertools
 import json
 import threading
 import time
+import weakref
 from concurrent.futures._base import FINISHED, PENDING
 from typing import TYPE_CHECKING, Any
 
@@ -101,8 +102,25 @@ def _parse_puback(raw: bytes) -> PubAck:
     return PubAck.from_response(resp)
 
 
+_SHARED: "weakref.WeakKeyDictionary[Client, dict[int, Publisher]]" = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
 class Publisher:
-    """Routes PubAcks for one JetStream context. Thread-safe."""
+    """Routes PubAcks over one reply inbox. Thread-safe.
+
+    One per (client, window size), shared by every JetStream context made with
+    that window: a context is cheap to make, and must not cost a subscription.
+    """
+
+    @classmethod
+    def shared(cls, client: "Client", max_pending: int) -> "Publisher":
+        with _SHARED_LOCK:
+            per_client = _SHARED.setdefault(client, {})
+            pub = per_client.get(max_pending)
+            if pub is None:
+                pub = per_client[max_pending] = cls(client, max_pending)
+            return pub
 
     def __init__(self, client: "Client", max_pending: int) -> None:
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
@@ -122,6 +140,7 @@ class Publisher:
         self._sub: Any = None
         self._sweeper: asyncio.Task | None = None
         self._sweeper_asked = False
+        self._closed = False
 
     def _ensure_started(self) -> None:
         with self._start_lock:
@@ -152,6 +171,8 @@ class Publisher:
         """
         lt = self._client.loop_thread
         lt.check_usable()
+        if self._closed:
+            raise errors.ClientClosedError("the connection is closed")
         if self._sub is None:
             self._ensure_started()
         pending = self._pending
@@ -196,6 +217,8 @@ class Publisher:
                 with self._lock:
                     self._blocked -= 1
             lt.check_usable()
+            if self._closed:
+                raise errors.ClientClosedError("the connection closed while waiting for a publish slot")
             if give_up is not None and time.monotonic() >= give_up:
                 raise errors.TimeoutError(
                     f"publish window full: {self.max_pending} publishes unacknowledged for {wait_slot:.3g}s")
@@ -267,7 +290,8 @@ class Publisher:
         self.close()
 
     def close(self) -> None:
-        """Fail every outstanding future with ClientClosedError (any thread)."""
+        """Fail every outstanding future with ClientClosedError, and every later submit (any thread)."""
+        self._closed = True
         for token in list(self._pending):
             self.fail(token, errors.ClientClosedError("the client closed before the PubAck arrived"))
         self._space.set()

@@ -98,7 +98,7 @@ class JetStream:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
         self.retry = retry if retry is not None else RetryPolicy()
-        self._publisher = Publisher(client, max_pending)
+        self._publisher = Publisher.shared(client, max_pending)
 
     @property
     def client(self) -> "Client":

@@ -251,6 +251,25 @@ class OrderedConsumer:
             self._leave()
             raise
 
+    def close(self) -> None:
+        """Delete the server-side consumer that fetch()/next() use (without waiting). Idempotent.
+
+        A later read creates a new one after the cursor; messages()/consume()
+        delete theirs when they stop. Without close() the server removes an
+        idle one after its inactive threshold.
+        """
+        cur = self._current
+        self._current = None
+        self._needs_reset = True
+        if cur is not None:
+            _delete_quietly(self.client, self._js.api.consumer_delete(self.stream_name, cur.name))
+
+    def __enter__(self) -> "OrderedConsumer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"<OrderedConsumer {self.stream_name!r} cursor={self.cursor}>"
 

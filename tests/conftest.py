@@ -126,3 +126,35 @@ def js(client):
     if not client.is_closed:
         for name in list(ctx.stream_names()):
             ctx.delete_stream(name)
+
+
+# --- Spark ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2,2] SparkSession for the whole run (created only if a test asks for it).
+
+    Python workers run this interpreter and Spark binds to loopback only.
+    """
+    import os
+    import sys
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("jetstream-sync-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -714,3 +714,13 @@ def test_stream_ordered_consumer_reads_the_stream_in_order(js, stream, subj):
     assert [m.data for m in oc.fetch(10, expires=0.5)] == [b"m5", b"m6", b"m7", b"m8", b"m9"]
     with pytest.raises(ValueError, match="durable_name"):
         stream.ordered_consumer(durable_name="no")
+
+
+@pytest.mark.timeout(30)
+def test_close_deletes_the_server_side_consumer_of_fetch_reads(js):
+    js.create_stream(name="OCLOSE", subjects=["oclose.>"], storage="memory")
+    js.publish("oclose.a", b"1")
+    with js.ordered_consumer("OCLOSE") as oc:
+        assert [m.data for m in oc.fetch(1, expires=1)] == [b"1"]
+        assert len(list(js.consumer_names("OCLOSE"))) == 1
+    wait_for(lambda: not list(js.consumer_names("OCLOSE")), what="the ordered consumer to be deleted")

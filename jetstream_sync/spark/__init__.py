@@ -1,0 +1,63 @@
+# jetstream_sync.spark: moving data between JetStream and Spark DataFrames (SPEC section 7).
+#
+# Rule 1: importing this package must work without pyspark: pyspark is imported
+#         lazily, and the data source (the one module that needs pyspark at
+#         import time) is loaded only when JetStreamDataSource or register() is used.
+# Rule 2: re-exports only; the code lives in _connections, _publisher and datasource.
+"""Spark (PySpark) integration for jetstream_sync.
+
+Publishing a DataFrame from ``foreachPartition`` (one connection per Python
+worker, every PubAck awaited, retried tasks deduplicated)::
+
+    import jetstream_sync.spark as jss_spark
+
+    df.repartition(8).foreachPartition(
+        jss_spark.publisher(servers="nats://nats:4222", subject="ORDERS.new"))
+
+The ``jetstream`` data source (``spark.read.format("jetstream")``, ``readStream``,
+``write``, ``writeStream``) is registered automatically through the
+``pyspark_jetstream`` package, or explicitly with ``register(spark)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._connections import ConnectionOptions, client_for, drop, drop_all, jetstream_for, worker_identity
+from ._publisher import PartitionPublisher, PublishError, new_write_id, publish_partition, publisher
+
+__all__ = [
+    "ConnectionOptions",
+    "JetStreamDataSource",
+    "PartitionPublisher",
+    "PublishError",
+    "client_for",
+    "drop",
+    "drop_all",
+    "jetstream_for",
+    "new_write_id",
+    "publish_partition",
+    "publisher",
+    "register",
+    "worker_identity",
+]
+
+
+def register(spark: Any) -> None:
+    """Register the ``jetstream`` data source with ``spark`` (a SparkSession). Needs pyspark >= 4.0.
+
+    Not needed when the ``pyspark_jetstream`` package is importable (PySpark
+    registers it by itself); harmless to call twice.
+    """
+    from . import datasource
+
+    datasource.register(spark)
+
+
+def __getattr__(name: str) -> Any:
+    # The data source subclasses pyspark classes, so it is imported only when asked for.
+    if name == "JetStreamDataSource":
+        from .datasource import JetStreamDataSource
+
+        return JetStreamDataSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,788 @@
+# The PySpark >= 4.0 data source "jetstream" (SPEC section 7): reads of stream sequence ranges, writes
+# deduplicated by Nats-Msg-Id. Rule 1: the stream sequence is the only offset; planning turns options
+# into half-open ranges and executors read exactly those with ordered consumers (no durable state).
+# Rule 2: only picklable settings cross processes; connections come from _connections' per-process
+# cache. Rule 3: public jetstream_sync API only; publishing is _publisher's PartitionPublisher.
+"""``spark.read.format("jetstream")``, ``readStream``, ``write`` and ``writeStream``.
+
+Register it with :func:`register` (``jss.spark.register(spark)``), or let PySpark find it through the
+top-level ``pyspark_jetstream`` package. Options (names are case-insensitive, like Spark's):
+
+Connection (all reads and writes): ``servers`` (comma-separated URLs, default
+``nats://127.0.0.1:4222``), ``connectionName``, ``timeout`` (seconds, default 5), ``domain``
+(JetStream domain), ``user``/``password``, ``token``, ``credsFile`` (a ``.creds`` file),
+``nkeysSeedFile``, ``tlsCaFile``/``tlsCertFile``/``tlsKeyFile``, ``tlsHostname``. Credential files
+are read where the query is planned (the driver) and shipped to executors as contents.
+
+Reading: ``stream`` (required); ``subject`` (a filter, wildcards allowed, applied by the server);
+``startingOffsets`` (inclusive: ``earliest``, ``latest`` or ``{"ORDERS": 42}``; ``-2``/``-1`` mean
+earliest/latest as in Spark's Kafka source; default ``earliest`` for batch, ``latest`` for
+streaming); ``endingOffsets`` (batch only, exclusive: ``latest`` or ``{"ORDERS": 100}``);
+``startingTimestamp`` (milliseconds since the epoch, or ISO 8601; wins over ``startingOffsets``;
+with no message at or after it, reading starts after the last message); ``minPartitions`` (exactly
+that many partitions when the range spans at least that many sequences; default one per 10,000);
+``maxMessagesPerTrigger`` (streaming: at most this many *stream sequences* per micro-batch; with a
+``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
+``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
+limits or a purge; false skips ahead to the first one still stored); ``includeHeaders``
+(default true; false leaves ``headers`` null). Read schema::
+
+    subject string, data binary, headers map<string,array<string>>, stream string,
+    seq long, timestamp timestamp, msg_id string
+
+Writing: columns ``data`` (binary or string, required), ``subject`` (string; the ``subject`` option
+overrides it, as Kafka's ``topic`` option does), ``headers`` (map<string,string> or
+map<string,array<string>>) and ``msg_id`` (string) are used, other columns are ignored, so a
+DataFrame read from another stream can be written as it is. Options ``subject``, ``maxPending``
+(in-flight publishes per task, default 1000) and ``ackTimeout`` (seconds per PubAck, default the
+connection ``timeout``). Rows are published by :class:`jetstream_sync.spark.PartitionPublisher`: a
+task returns only after every PubAck arrived, so a finished task means stored messages. Rows
+without a ``msg_id`` get a deterministic ``Nats-Msg-Id``: ``<write id>-<partition>-<row>`` for a
+batch write (the write id is made once on the driver, so a retried task repeats its ids) and
+``<query id>-<batch id>-<partition>-<row>`` for a streaming write (stable across restarts from the
+same checkpoint). The server drops a repeated id only within the stream's ``duplicate_window``
+(2 minutes by default): size it to cover task retries and query restarts.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+from typing import Any, Iterator, Mapping
+
+import attrs
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+import jetstream_sync as jss
+from jetstream_sync.config import validate_stream_name
+
+from ._connections import ConnectionOptions, drop, jetstream_for
+from ._publisher import PartitionPublisher, new_write_id
+
+try:  # PySpark >= 4.2: read limits (maxMessagesPerTrigger) and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - PySpark 4.0/4.1: latestOffset() takes no arguments
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+__all__ = [
+    "READ_SCHEMA",
+    "DataLossError",
+    "JetStreamBatchReader",
+    "JetStreamCommitMessage",
+    "JetStreamDataSource",
+    "JetStreamStreamReader",
+    "JetStreamStreamWriter",
+    "JetStreamWriter",
+    "SequenceRange",
+    "register",
+]
+
+log = logging.getLogger("jetstream_sync.spark")
+
+READ_SCHEMA = StructType([
+    StructField("subject", StringType()),
+    StructField("data", BinaryType()),
+    StructField("headers", MapType(StringType(), ArrayType(StringType()))),
+    StructField("stream", StringType()),
+    StructField("seq", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("msg_id", StringType()),
+])
+"""The schema of every read: one row per stored message; ``seq`` is the stream sequence (the offset)."""
+
+_MSG_ID = "Nats-Msg-Id"
+#: Default partition size when minPartitions is not given (sequences per partition).
+_SEQS_PER_PARTITION = 10_000
+#: Messages asked for per no-wait pull while reading a range.
+_FETCH = 1000
+#: Rows per Arrow record batch handed to Spark.
+_ARROW_ROWS = 4096
+#: An ordered consumer left behind by a killed task is removed by the server after this long. A
+#: slow reader is not hurt by it: the ordered consumer recreates itself after its cursor.
+_INACTIVE = 60.0
+#: Sent to the server by default: the connection name shown by `nats server report connections`.
+_DEFAULT_NAME = "jetstream-sync-spark"
+#: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
+_TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
+
+
+class DataLossError(jss.JetStreamError):
+    """Messages a query was about to read were already removed (limits, purge) and
+    ``failOnDataLoss`` is true."""
+
+
+def register(spark: Any) -> None:
+    """Register the ``jetstream`` data source on ``spark`` (a SparkSession). Idempotent.
+
+    Not needed when the ``pyspark_jetstream`` package is importable where Spark's Python workers
+    run: PySpark registers it by itself then.
+    """
+    spark.dataSource.register(JetStreamDataSource)
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+def _lower(options: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k).lower(): v for k, v in options.items() if v is not None}
+
+
+def _int_option(opts: Mapping[str, str], key: str, minimum: int) -> int | None:
+    raw = opts.get(key.lower())
+    if raw is None:
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer >= {minimum}, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"option {key} must be an integer >= {minimum}, got {raw!r}")
+    return value
+
+
+def _float_option(opts: Mapping[str, str], key: str, default: float) -> float:
+    raw = opts.get(key.lower())
+    if raw is None:
+        return default
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or math.isinf(value):
+        raise ValueError(f"option {key} must be a number of seconds > 0, got {raw!r}")
+    return value
+
+
+def _bool_option(opts: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = opts.get(key.lower())
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key} must be true or false, got {raw!r}")
+
+
+def _str_option(opts: Mapping[str, str], key: str) -> str | None:
+    raw = opts.get(key.lower())
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    return text or None
+
+
+def _connection(opts: Mapping[str, str]) -> ConnectionOptions:
+    """ConnectionOptions from data source options; reads credential files here (the driver)."""
+    return ConnectionOptions.from_paths(
+        _str_option(opts, "servers") or "nats://127.0.0.1:4222",
+        name=_str_option(opts, "connectionName") or _DEFAULT_NAME,
+        timeout=_float_option(opts, "timeout", 5.0),
+        user=_str_option(opts, "user"),
+        password=opts.get("password"),
+        token=opts.get("token"),
+        creds_file=_str_option(opts, "credsFile") or _str_option(opts, "userCredentials"),
+        nkeys_seed_file=_str_option(opts, "nkeysSeedFile") or _str_option(opts, "nkeysSeed"),
+        tls_ca_file=_str_option(opts, "tlsCaFile"),
+        tls_cert_file=_str_option(opts, "tlsCertFile"),
+        tls_key_file=_str_option(opts, "tlsKeyFile"),
+        tls_hostname=_str_option(opts, "tlsHostname"),
+    )
+
+
+def _parse_offsets(raw: Any, option: str, stream: str) -> str | int:
+    """``"earliest"``, ``"latest"`` or an inclusive/exclusive stream sequence from ``{"<stream>": n}``."""
+    text = str(raw).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    example = json.dumps({stream: 42})
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        raise ValueError(f"option {option} must be 'earliest', 'latest' or JSON like {example}, got {raw!r}") from None
+    if not isinstance(parsed, dict) or set(parsed) != {stream}:
+        raise ValueError(f"option {option}: the JSON must name exactly the stream being read, as in {example}; "
+                         f"got {raw!r}")
+    value = parsed[stream]
+    if isinstance(value, bool) or not isinstance(value, int) or value < -2 or value == 0:
+        raise ValueError(f"option {option}: {stream!r} must map to a stream sequence >= 1 "
+                         f"(or -2 for earliest, -1 for latest), got {value!r}")
+    if value == -2:
+        return "earliest"
+    if value == -1:
+        return "latest"
+    return value
+
+
+def _parse_timestamp(raw: Any) -> _dt.datetime:
+    text = str(raw).strip()
+    try:
+        return _dt.datetime.fromtimestamp(int(text) / 1000, tz=_dt.timezone.utc)
+    except ValueError:
+        pass
+    except (OverflowError, OSError):
+        raise ValueError(f"option startingTimestamp is out of range: {raw!r}") from None
+    try:
+        ts = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"option startingTimestamp must be milliseconds since the epoch or an ISO 8601 time, "
+                         f"got {raw!r}") from None
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=_dt.timezone.utc)
+
+
+@attrs.frozen(kw_only=True)
+class _ReadSettings:
+    """Everything a read needs, parsed once on the driver; picklable."""
+
+    conn: ConnectionOptions
+    domain: str | None
+    stream: str
+    subject: str | None
+    starting: str | int
+    ending: str | int
+    starting_timestamp: _dt.datetime | None
+    min_partitions: int | None
+    max_per_trigger: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any], *, streaming: bool) -> "_ReadSettings":
+        opts = _lower(options)
+        stream = _str_option(opts, "stream")
+        if stream is None:
+            raise ValueError("option stream is required to read: .option('stream', 'ORDERS')")
+        validate_stream_name(stream, "option stream")
+        starting = _parse_offsets(opts.get("startingoffsets", "latest" if streaming else "earliest"),
+                                  "startingOffsets", stream)
+        if starting == "latest" and not streaming:
+            raise ValueError("option startingOffsets='latest' is not valid for a batch read (it is always empty); "
+                             "use 'earliest' or a sequence")
+        if streaming and "endingoffsets" in opts:
+            raise ValueError("option endingOffsets is for batch reads only; a streaming read has no end")
+        ending = _parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets", stream)
+        if ending == "earliest":
+            raise ValueError("option endingOffsets='earliest' is not valid (it is always empty); "
+                             "use 'latest' or a sequence")
+        if not streaming and "maxmessagespertrigger" in opts:
+            raise ValueError("option maxMessagesPerTrigger is for streaming reads only")
+        ts = opts.get("startingtimestamp")
+        return cls(
+            conn=_connection(opts), domain=_str_option(opts, "domain"), stream=stream,
+            subject=_str_option(opts, "subject"), starting=starting, ending=ending,
+            starting_timestamp=None if ts is None else _parse_timestamp(ts),
+            min_partitions=_int_option(opts, "minPartitions", 1),
+            max_per_trigger=_int_option(opts, "maxMessagesPerTrigger", 1),
+            fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
+            include_headers=_bool_option(opts, "includeHeaders", True),
+        )
+
+    def js(self) -> jss.JetStream:
+        return jetstream_for(self.conn, domain=self.domain)
+
+
+def _check_read_schema(schema: StructType) -> StructType:
+    """A user-given read schema may pick and reorder the documented columns, nothing else."""
+    known = {f.name: f.dataType for f in READ_SCHEMA.fields}
+    for field in schema.fields:
+        if field.name not in known:
+            raise ValueError(f"the jetstream source has no column {field.name!r}; its columns are "
+                             f"{', '.join(known)}")
+        if field.dataType != known[field.name]:
+            raise ValueError(f"column {field.name!r} is {known[field.name].simpleString()} in the jetstream source, "
+                             f"not {field.dataType.simpleString()}")
+    return schema
+
+
+# -- resolving sequences (driver side) ------------------------------------------------------------
+
+
+def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int]:
+    """(first stored sequence, last sequence); first is last + 1 when nothing is stored. One request."""
+    state = js.stream_info(stream).state
+    last = state.last_seq or 0
+    first = state.first_seq or 0
+    return (first if first else last + 1), last
+
+
+def _ordered(js: jss.JetStream, settings: _ReadSettings, **fields: Any) -> jss.OrderedConsumer:
+    if settings.subject is not None:
+        fields["filter_subject"] = settings.subject
+    return js.ordered_consumer(settings.stream, inactive_threshold=_INACTIVE, **fields)
+
+
+def _seq_at_time(js: jss.JetStream, settings: _ReadSettings, when: _dt.datetime) -> int | None:
+    """Sequence of the first (matching) message stored at or after ``when``, or None."""
+    oc = _ordered(js, settings, deliver_policy="by_start_time", opt_start_time=when)
+    for _ in range(2):  # an empty answer may be an ordered-consumer reset: ask once more
+        with oc.fetch_no_wait(1) as batch:
+            for msg in batch:
+                return msg.metadata.sequence.stream
+    return None
+
+
+def _first_to_read(js: jss.JetStream, settings: _ReadSettings, first: int, last: int) -> int:
+    """The first sequence a read starts at (inclusive), from startingTimestamp/startingOffsets."""
+    if settings.starting_timestamp is not None:
+        seq = _seq_at_time(js, settings, settings.starting_timestamp)
+        return last + 1 if seq is None else seq
+    if settings.starting == "earliest":
+        return first
+    if settings.starting == "latest":
+        return last + 1
+    return int(settings.starting)
+
+
+def _data_loss(stream: str, wanted: int, first: int) -> DataLossError:
+    return DataLossError(
+        f"stream {stream!r}: messages from sequence {wanted} to {first - 1} are no longer stored (the stream's "
+        f"first sequence is {first}: removed by its limits or a purge) and failOnDataLoss is true. Set the "
+        f"option failOnDataLoss=false to skip ahead to sequence {first}, or read from startingOffsets='earliest'")
+
+
+def split_range(start: int, end: int, parts: int | None) -> list[tuple[int, int]]:
+    """Split the sequences ``[start, end)`` into contiguous half-open ranges.
+
+    Exactly ``parts`` ranges when the span holds at least that many sequences (else one per
+    sequence); with ``parts=None``, one range per 10,000 sequences. Sizes differ by at most one.
+    """
+    span = end - start
+    if span <= 0:
+        return []
+    n = parts if parts is not None else math.ceil(span / _SEQS_PER_PARTITION)
+    n = max(1, min(n, span))
+    size, extra = divmod(span, n)
+    out = []
+    lo = start
+    for i in range(n):
+        hi = lo + size + (1 if i < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+class SequenceRange(InputPartition):
+    """One partition: the stream sequences ``start <= seq < end``."""
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.end = end
+
+
+def _partitions(settings: _ReadSettings, start: int, end: int) -> list[InputPartition]:
+    return [SequenceRange(lo, hi) for lo, hi in split_range(start, end, settings.min_partitions)]
+
+
+# -- reading a range (executor side) -------------------------------------------------------------
+
+
+def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int, end: int) -> Iterator[tuple[jss.Msg, Any]]:
+    """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, metadata).
+
+    One ordered consumer from ``start``, pulled with no-wait requests, so a range whose messages
+    were all deleted (or all filtered out) ends at once instead of waiting for an expiry. The
+    read stops at the first sequence >= ``end``, or when the server says nothing is pending.
+    """
+    oc = _ordered(js, settings, deliver_policy="by_start_sequence", opt_start_seq=start)
+    nxt = start
+    empty = 0
+    while True:
+        got = 0
+        with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt))) as batch:
+            for msg in batch:
+                got += 1
+                md = msg.metadata
+                seq = md.sequence.stream
+                if seq >= end:
+                    return
+                yield msg, md
+                nxt = seq + 1
+                if nxt >= end or md.num_pending == 0:
+                    return
+        if got:
+            empty = 0
+        else:
+            # No-wait pulls answer "nothing pending" at once. A reset of the ordered consumer
+            # (a gap, a lost consumer) can also end a batch before its first message: only a
+            # second empty answer in a row means the range holds nothing more.
+            empty += 1
+            if empty >= 2:
+                return
+
+
+def _check_loss(js: jss.JetStream, settings: _ReadSettings, start: int) -> None:
+    first, _ = _bounds(js, settings.stream)
+    if first > start:
+        raise _data_loss(settings.stream, start, first)
+
+
+def _arrow_schema(schema: StructType) -> Any:
+    # The very schema PySpark checks returned record batches against (records_to_arrow_batches).
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # pragma: no cover - older PySpark without the timezone argument
+        return to_arrow_schema(schema)
+
+
+class _Columns:
+    """Column buffers for one Arrow record batch: every column is collected in one tight loop
+    (the per-row cost is what limits a read), then only the schema's columns are built."""
+
+    def __init__(self, schema: StructType, settings: _ReadSettings) -> None:
+        self.arrow_schema = _arrow_schema(schema)
+        self.names = schema.fieldNames()
+        self.stream = settings.stream
+        self.include_headers = settings.include_headers
+        self.clear()
+
+    def clear(self) -> None:
+        self.rows = 0
+        self.subject: list[str] = []
+        self.data: list[bytes] = []
+        self.headers: list[Any] = []
+        self.seq: list[int] = []
+        self.timestamp: list[_dt.datetime] = []
+        self.msg_id: list[str | None] = []
+
+    def add(self, msg: jss.Msg, md: Any) -> None:
+        hdrs = msg.headers
+        self.subject.append(msg.subject)
+        self.data.append(msg.data)
+        if self.include_headers:
+            self.headers.append(list(hdrs.multi().items()) if hdrs else [])
+        self.seq.append(md.sequence.stream)
+        self.timestamp.append(md.timestamp)
+        self.msg_id.append(hdrs.get(_MSG_ID) if hdrs else None)
+        self.rows += 1
+
+    def batch(self) -> Any:
+        import pyarrow as pa
+
+        n = self.rows
+        values = {
+            "subject": self.subject, "data": self.data,
+            "headers": self.headers if self.include_headers else [None] * n,
+            "stream": [self.stream] * n, "seq": self.seq, "timestamp": self.timestamp, "msg_id": self.msg_id,
+        }
+        arrays = [pa.array(values[name], type=field.type) for name, field in zip(self.names, self.arrow_schema)]
+        self.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+
+def _read_range(settings: _ReadSettings, schema: StructType, partition: InputPartition) -> Iterator[Any]:
+    """Arrow record batches of the partition's messages (runs on an executor)."""
+    if not isinstance(partition, SequenceRange):  # Spark's placeholder for an empty read
+        return
+    columns = _Columns(schema, settings)
+    js = settings.js()
+    try:
+        seen_first = False
+        for msg, md in _messages_in(js, settings, partition.start, partition.end):
+            if not seen_first:
+                seen_first = True
+                if settings.fail_on_data_loss and md.sequence.stream > partition.start:
+                    _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
+            columns.add(msg, md)
+            if columns.rows == _ARROW_ROWS:
+                yield columns.batch()
+        if not seen_first and settings.fail_on_data_loss:
+            _check_loss(js, settings, partition.start)
+        if columns.rows:
+            yield columns.batch()
+    except _TRANSPORT_ERRORS:
+        drop(settings.conn)  # the retried task connects afresh
+        raise
+
+
+# -- batch read ----------------------------------------------------------------------------------
+
+
+class JetStreamBatchReader(DataSourceReader):
+    """``spark.read.format("jetstream")``: the sequence range split into parallel partitions.
+
+    ``partitions()`` runs once at planning (one stream info request, plus one pull for
+    ``startingTimestamp``); ``read()`` runs on executors, one ordered consumer per partition.
+    """
+
+    def __init__(self, settings: _ReadSettings, schema: StructType) -> None:
+        self._settings = settings
+        self._schema = _check_read_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        s = self._settings
+        js = s.js()
+        first, last = _bounds(js, s.stream)
+        start = _first_to_read(js, s, first, last)
+        if start < first:
+            if s.fail_on_data_loss:
+                raise _data_loss(s.stream, start, first)
+            start = first
+        end = last + 1 if s.ending == "latest" else min(int(s.ending), last + 1)
+        return _partitions(s, start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_range(self._settings, self._schema, partition)
+
+
+# -- streaming read ------------------------------------------------------------------------------
+
+
+class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("jetstream")``: micro-batches of stream sequence ranges.
+
+    The offset is ``{"<stream>": <last sequence read>}``; a micro-batch ``(start, end]`` reads
+    ``start + 1 <= seq <= end``, so a query restarted on its checkpoint reads exactly what is new.
+    Offset planning runs in one long-lived Python worker per query and costs one stream info
+    request per call; ``read()`` runs on executors.
+    """
+
+    def __init__(self, settings: _ReadSettings, schema: StructType) -> None:
+        self._settings = settings
+        self._schema = _check_read_schema(schema)
+        self._target: int | None = None  # Trigger.AvailableNow: never read past this sequence
+
+    def _seq(self, offset: Mapping[str, Any] | None, what: str) -> int:
+        stream = self._settings.stream
+        if not isinstance(offset, Mapping) or set(offset) != {stream} or not isinstance(offset[stream], int):
+            raise ValueError(f"the {what} offset {offset!r} is not an offset of stream {stream!r}: was this "
+                             f"checkpoint written by a query reading another stream?")
+        return int(offset[stream])
+
+    def initialOffset(self) -> dict:
+        s = self._settings
+        js = s.js()
+        first, last = _bounds(js, s.stream)
+        return {s.stream: _first_to_read(js, s, first, last) - 1}
+
+    def getDefaultReadLimit(self) -> Any:
+        n = self._settings.max_per_trigger
+        if n is not None and ReadMaxRows is not None:
+            return ReadMaxRows(n)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        _, self._target = _bounds(self._settings.js(), self._settings.stream)
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        s = self._settings
+        first, last = _bounds(s.js(), s.stream)
+        if start is None:  # PySpark < 4.2 asks without a start: no read limit possible
+            return {s.stream: last}
+        current = self._seq(start, "start")
+        if last < current:
+            if s.fail_on_data_loss:
+                raise DataLossError(
+                    f"stream {s.stream!r}: its last sequence {last} is below the checkpointed offset {current} "
+                    f"(was the stream deleted and recreated?) and failOnDataLoss is true")
+            log.warning("jetstream source: stream %r last sequence %d is below the checkpointed offset %d; "
+                        "waiting for new messages past it", s.stream, last, current)
+            return {s.stream: current}
+        if first > current + 1:
+            if s.fail_on_data_loss:
+                raise _data_loss(s.stream, current + 1, first)
+            log.warning("jetstream source: stream %r sequences %d..%d were removed before being read; skipping "
+                        "ahead (failOnDataLoss=false)", s.stream, current + 1, first - 1)
+            current = first - 1
+        end = last
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            end = min(end, current + limit.max_rows)
+        if self._target is not None:
+            end = min(end, self._target)
+        return {s.stream: max(end, self._seq(start, "start"))}
+
+    def reportLatestOffset(self) -> dict | None:
+        _, last = _bounds(self._settings.js(), self._settings.stream)
+        return {self._settings.stream: last}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return _partitions(self._settings, self._seq(start, "start") + 1, self._seq(end, "end") + 1)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_range(self._settings, self._schema, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: no server-side state is kept for a read (the checkpoint is the state)."""
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+class JetStreamCommitMessage(WriterCommitMessage):
+    """What one write task stored: ``rows`` messages from ``partition`` (duplicates dropped by
+    the server within its duplicate window are counted too: they are stored, once)."""
+
+    def __init__(self, partition: int, rows: int) -> None:
+        self.partition = partition
+        self.rows = rows
+
+    def __repr__(self) -> str:
+        return f"JetStreamCommitMessage(partition={self.partition}, rows={self.rows})"
+
+
+def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionPublisher:
+    """The row publisher of a write, with its columns checked against ``schema`` here, on the driver."""
+    opts = _lower(options)
+    names = schema.fieldNames()
+    types = {f.name: f.dataType for f in schema.fields}
+
+    def column(name: str, allowed: tuple[Any, ...], what: str) -> str | None:
+        if name not in types:
+            return None
+        if types[name] not in allowed:
+            raise ValueError(f"column {name!r} must be {what} to write to jetstream, "
+                             f"got {types[name].simpleString()}")
+        return name
+
+    subject = _str_option(opts, "subject")
+    subject_col = column("subject", (StringType(),), "a string")
+    if subject is None and subject_col is None:
+        raise ValueError("writing to jetstream needs a subject: a 'subject' column or .option('subject', ...)")
+    if column("data", (BinaryType(), StringType()), "binary or string") is None:
+        raise ValueError(f"writing to jetstream needs a 'data' column (binary or string); the columns are "
+                         f"{', '.join(names)}")
+    ack_timeout = opts.get("acktimeout")
+    return PartitionPublisher(
+        options=_connection(opts), write_id=new_write_id(), subject=subject, subject_column=subject_col,
+        data_column="data",
+        headers_column=column("headers", (MapType(StringType(), StringType()),
+                                          MapType(StringType(), ArrayType(StringType()))),
+                              "map<string,string> or map<string,array<string>>"),
+        msg_id_column=column("msg_id", (StringType(),), "a string"),
+        max_pending=_int_option(opts, "maxPending", 1) or 1000,
+        timeout=None if ack_timeout is None else _float_option(opts, "ackTimeout", 0.0),
+        domain=_str_option(opts, "domain"),
+    )
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        raise RuntimeError("the jetstream writer runs only inside a Spark task")
+    return ctx.partitionId()
+
+
+def _log_commit(messages: list[Any], what: str) -> None:
+    done = [m for m in messages if isinstance(m, JetStreamCommitMessage)]
+    log.info("jetstream sink: %s stored %d messages from %d tasks", what, sum(m.rows for m in done), len(done))
+
+
+class JetStreamWriter(DataSourceWriter):
+    """``df.write.format("jetstream")``: each task publishes its rows and waits for every PubAck.
+
+    Made once per write on the driver, where it draws the write id that prefixes derived
+    ``Nats-Msg-Id``s (``<write id>-<partition>-<row>``): a retried task repeats its ids and the
+    server drops what the failed attempt stored. Publishing is
+    :class:`jetstream_sync.spark.PartitionPublisher`'s (one cached connection per worker).
+    """
+
+    def __init__(self, publisher: PartitionPublisher) -> None:
+        self._publisher = publisher
+
+    @property
+    def write_id(self) -> str:
+        return self._publisher.write_id
+
+    def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
+        partition = _partition_id()
+        return JetStreamCommitMessage(partition, self._publisher.publish(iterator, partition_id=partition))
+
+    def commit(self, messages: list[Any]) -> None:
+        _log_commit(messages, f"write {self.write_id}")
+
+    def abort(self, messages: list[Any]) -> None:
+        """Messages stored by tasks that finished stay stored: rerunning the write with the same
+        ``msg_id`` column is deduplicated by the server (within its duplicate window)."""
+
+
+class JetStreamStreamWriter(DataSourceStreamWriter):
+    """``df.writeStream.format("jetstream")``: each micro-batch task publishes its rows and waits for
+    every PubAck. Derived ``Nats-Msg-Id``s are ``<query id>-<batch id>-<partition>-<row>``: the query
+    id is kept in the checkpoint, so a micro-batch replayed after a restart is deduplicated."""
+
+    def __init__(self, publisher: PartitionPublisher) -> None:
+        self._publisher = publisher
+
+    def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is None:
+            raise RuntimeError("the jetstream writer runs only inside a Spark task")
+        # Spark sets both local properties on every micro-batch job (StreamExecution.QUERY_ID_KEY,
+        # MicroBatchExecution.BATCH_ID_KEY); the writer object itself never learns them.
+        query = ctx.getLocalProperty("sql.streaming.queryId")
+        batch = ctx.getLocalProperty("streaming.sql.batchId")
+        if query is None or batch is None:
+            raise RuntimeError("the jetstream stream writer found no streaming query id or batch id in its task; "
+                               "it needs them for message ids that survive a restart")
+        publisher = attrs.evolve(self._publisher, write_id=f"{query}-{batch}")
+        partition = ctx.partitionId()
+        return JetStreamCommitMessage(partition, publisher.publish(iterator, partition_id=partition))
+
+    def commit(self, messages: list[Any], batchId: int) -> None:
+        _log_commit(messages, f"micro-batch {batchId}")
+
+    def abort(self, messages: list[Any], batchId: int) -> None:
+        """Stored messages stay; the replayed micro-batch repeats their ids and is deduplicated."""
+
+
+# -- the data source -----------------------------------------------------------------------------
+
+
+class JetStreamDataSource(DataSource):
+    """The ``jetstream`` data source: see the module docstring for options and schemas.
+
+    Every method here runs in Spark's driver-side Python workers, parses options and makes a reader
+    or writer; no connection is opened until a reader plans partitions or a task runs.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "jetstream"
+
+    def schema(self) -> StructType:
+        return READ_SCHEMA
+
+    def reader(self, schema: StructType) -> JetStreamBatchReader:
+        return JetStreamBatchReader(_ReadSettings.parse(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> JetStreamStreamReader:
+        return JetStreamStreamReader(_ReadSettings.parse(self.options, streaming=True), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
+        if overwrite:
+            raise ValueError("mode('overwrite') is not supported by jetstream: a stream is append-only; "
+                             "use mode('append')")
+        return JetStreamWriter(_publisher_for(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
+        # Complete/update output modes publish every row Spark emits for the micro-batch.
+        return JetStreamStreamWriter(_publisher_for(self.options, schema))

@@ -1,0 +1,337 @@
+# Charter: the "jetstream" PySpark data source (SPEC section 7) on the session's local[2,2] Spark and a
+# real nats-server: batch reads, streaming reads (limits, availableNow, checkpoint restart), batch and
+# streaming writes (round trip, dedup ids). Only the last test registers the source by hand: the others
+# find it through pyspark_jetstream (PySpark's auto-registration). One stream per test.
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import uuid
+
+import pytest
+
+import jetstream_sync as jss
+from jetstream_sync.spark.datasource import (
+    READ_SCHEMA,
+    JetStreamDataSource,
+    SequenceRange,
+    split_range,
+)
+
+pytestmark = pytest.mark.spark
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+DOCUMENTED_SCHEMA = ("struct<subject:string,data:binary,headers:map<string,array<string>>,stream:string,"
+                     "seq:bigint,timestamp:timestamp,msg_id:string>")
+
+
+def _new_stream(js, **fields):
+    name = f"SPARK_{uuid.uuid4().hex[:10].upper()}"
+    js.create_stream(name=name, subjects=[f"{name}.>"], **fields)
+    return name
+
+
+def _reader(spark, nats_server, stream, **options):
+    reader = spark.read.format("jetstream").option("servers", nats_server.url).option("stream", stream)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader
+
+
+def _seqs(df):
+    return sorted(row.seq for row in df.select("seq").collect())
+
+
+# -- pure helpers (no SparkSession) ------------------------------------------------------------
+
+
+def test_split_range_gives_exactly_the_requested_number_of_contiguous_ranges():
+    assert split_range(1, 31, 3) == [(1, 11), (11, 21), (21, 31)]
+    assert split_range(1, 12, 3) == [(1, 5), (5, 9), (9, 12)]
+    assert split_range(10, 12, 5) == [(10, 11), (11, 12)]  # fewer sequences than partitions asked
+    assert split_range(5, 5, 2) == []
+    assert [hi - lo for lo, hi in split_range(1, 25_001, None)] == [8334, 8333, 8333]  # ~10k per partition
+    assert split_range(1, 2, None) == [(1, 2)]
+
+
+def test_a_sequence_range_partition_survives_pickling():
+    import pickle
+
+    part = pickle.loads(pickle.dumps(SequenceRange(3, 9)))
+    assert (part.start, part.end) == (3, 9)
+
+
+# -- batch reads ---------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_read_returns_every_message_with_the_documented_schema_in_the_requested_partitions(
+        spark, js, nats_server):
+    name = _new_stream(js)
+    for i in range(30):
+        js.publish(f"{name}.{'even' if i % 2 == 0 else 'odd'}", f"m{i}".encode(),
+                   headers={"k": ["a", "b"]} if i % 3 == 0 else None,
+                   msg_id=f"id-{i}" if i % 5 == 0 else None)
+
+    df = _reader(spark, nats_server, name, minPartitions=3).load()
+
+    assert df.schema == READ_SCHEMA
+    assert df.schema.simpleString() == DOCUMENTED_SCHEMA
+    assert df.rdd.getNumPartitions() == 3
+    rows = sorted(df.selectExpr("*", "unix_micros(timestamp) AS us").collect(), key=lambda r: r.seq)
+    assert [r.seq for r in rows] == list(range(1, 31))
+    stream = js.stream(name)
+    for i, row in enumerate(rows):
+        expected_headers = {}
+        if i % 3 == 0:
+            expected_headers["k"] = ["a", "b"]
+        if i % 5 == 0:
+            expected_headers["Nats-Msg-Id"] = [f"id-{i}"]
+        assert row.subject == f"{name}.{'even' if i % 2 == 0 else 'odd'}"
+        assert bytes(row.data) == f"m{i}".encode()
+        assert row.headers == expected_headers
+        assert row.stream == name
+        assert row.msg_id == (f"id-{i}" if i % 5 == 0 else None)
+        stored = stream.get_msg(row.seq).time
+        assert row.us == (stored - EPOCH) // dt.timedelta(microseconds=1)
+    # Without minPartitions: one partition per ~10,000 sequences, so one here.
+    assert _reader(spark, nats_server, name).load().rdd.getNumPartitions() == 1
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_read_honours_offsets_the_subject_filter_and_deleted_gaps(spark, js, nats_server):
+    name = _new_stream(js)
+    for i in range(20):  # seq 1, 3, 5, ... on .a; 2, 4, 6, ... on .b
+        js.publish(f"{name}.{'a' if i % 2 == 0 else 'b'}", f"m{i + 1}".encode(), headers={"h": "v"})
+    stream = js.stream(name)
+    for seq in (7, 8, 9):
+        stream.delete_msg(seq)
+    offsets = dict(startingOffsets=json.dumps({name: 5}), endingOffsets=json.dumps({name: 15}), minPartitions=5)
+
+    df = _reader(spark, nats_server, name, **offsets).load()
+    # [5, 15) in five ranges of two; (7, 9) holds only deleted sequences and ends at once.
+    assert df.rdd.getNumPartitions() == 5
+    assert _seqs(df) == [5, 6, 10, 11, 12, 13, 14]
+
+    filtered = _reader(spark, nats_server, name, subject=f"{name}.a", includeHeaders="false", **offsets).load()
+    rows = sorted(filtered.collect(), key=lambda r: r.seq)
+    assert [(r.seq, r.subject, bytes(r.data)) for r in rows] == [
+        (5, f"{name}.a", b"m5"), (11, f"{name}.a", b"m11"), (13, f"{name}.a", b"m13")]
+    assert all(r.headers is None for r in rows)
+
+    # endingOffsets past the end and -2 (earliest) as in Spark's Kafka source.
+    tail = _reader(spark, nats_server, name, startingOffsets=json.dumps({name: -2}),
+                   endingOffsets=json.dumps({name: 1000})).load()
+    assert _seqs(tail) == [s for s in range(1, 21) if s not in (7, 8, 9)]
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_read_from_a_starting_timestamp_begins_at_the_first_message_stored_at_or_after_it(
+        spark, js, nats_server):
+    name = _new_stream(js)
+    for i in range(10):
+        js.publish(f"{name}.x", b"%d" % i)
+    when = js.stream(name).get_msg(6).time
+
+    df = _reader(spark, nats_server, name, startingTimestamp=when.isoformat()).load()
+    assert _seqs(df) == [6, 7, 8, 9, 10]
+    # Milliseconds since the epoch (Kafka's format) work too; it wins over startingOffsets.
+    later = _reader(spark, nats_server, name, startingOffsets="earliest",
+                    startingTimestamp=str(int(when.timestamp() * 1000) + 3_600_000)).load()
+    assert _seqs(later) == []
+
+
+@pytest.mark.timeout(60)
+def test_a_read_with_a_user_schema_returns_only_the_chosen_documented_columns(spark, js, nats_server):
+    name = _new_stream(js)
+    js.publish(f"{name}.x", b"one", msg_id="a")
+    df = _reader(spark, nats_server, name).schema("msg_id string, seq long").load()
+    assert [tuple(r) for r in df.collect()] == [("a", 1)]
+    with pytest.raises(Exception, match="has no column 'offset'"):
+        _reader(spark, nats_server, name).schema("offset long").load().collect()
+
+
+@pytest.mark.timeout(120)
+def test_reads_fail_on_data_loss_by_default_and_skip_ahead_when_told(spark, js, nats_server, tmp_path):
+    name = _new_stream(js, max_msgs=5)
+    for i in range(10):
+        js.publish(f"{name}.x", b"%d" % i)
+    start = json.dumps({name: 2})  # sequences 2..5 were removed by max_msgs
+
+    with pytest.raises(Exception, match="failOnDataLoss") as batch_err:
+        _reader(spark, nats_server, name, startingOffsets=start).load().collect()
+    assert "first sequence is 6" in str(batch_err.value)
+    lenient = _reader(spark, nats_server, name, startingOffsets=start, failOnDataLoss="false").load()
+    assert _seqs(lenient) == [6, 7, 8, 9, 10]
+
+    query = (spark.readStream.format("jetstream").option("servers", nats_server.url).option("stream", name)
+             .option("startingOffsets", start).load()
+             .writeStream.format("memory").queryName(f"loss_{name.lower()}")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        query.awaitTermination(60)
+    assert not query.isActive
+
+
+@pytest.mark.timeout(60)
+def test_bad_read_options_are_rejected_with_a_message_naming_the_option(spark, js, nats_server):
+    name = _new_stream(js)
+    js.publish(f"{name}.x", b"x")
+    with pytest.raises(Exception, match="option stream is required"):
+        spark.read.format("jetstream").option("servers", nats_server.url).load().collect()
+    with pytest.raises(Exception, match="must name exactly the stream being read"):
+        _reader(spark, nats_server, name, startingOffsets='{"OTHER": 3}').load().collect()
+    with pytest.raises(Exception, match="not valid for a batch read"):
+        _reader(spark, nats_server, name, startingOffsets="latest").load().collect()
+    with pytest.raises(Exception, match="minPartitions must be an integer >= 1"):
+        _reader(spark, nats_server, name, minPartitions="0").load().collect()
+
+
+# -- streaming read ------------------------------------------------------------------------------
+
+
+def _stream_to_parquet(spark, nats_server, name, out, checkpoint):
+    return (spark.readStream.format("jetstream").option("servers", nats_server.url).option("stream", name)
+            .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", 10).load()
+            .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True).start())
+
+
+def _input_rows(query):
+    return [p.numInputRows for p in query.recentProgress if p.numInputRows]
+
+
+@pytest.mark.timeout(180)
+def test_a_streaming_read_runs_to_completion_with_available_now_and_resumes_exactly_from_its_checkpoint(
+        spark, js, nats_server, tmp_path):
+    name = _new_stream(js)
+    for i in range(25):
+        js.publish(f"{name}.x", b"%d" % (i + 1))
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    first = _stream_to_parquet(spark, nats_server, name, out, checkpoint)
+    assert first.awaitTermination(90)
+    assert first.exception() is None
+    assert _input_rows(first) == [10, 10, 5]  # maxMessagesPerTrigger, then what availableNow found
+    assert _seqs(spark.read.parquet(str(out))) == list(range(1, 26))
+
+    for i in range(25, 32):
+        js.publish(f"{name}.x", b"%d" % (i + 1))
+    second = _stream_to_parquet(spark, nats_server, name, out, checkpoint)
+    assert second.awaitTermination(90)
+    assert second.exception() is None
+    assert _input_rows(second) == [7]
+    rows = spark.read.parquet(str(out)).collect()
+    assert sorted(r.seq for r in rows) == list(range(1, 33))  # every message once, none twice
+    assert all(bytes(r.data) == b"%d" % r.seq for r in rows)
+
+
+# -- writes --------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_write_round_trips_data_headers_and_msg_id_and_a_repeated_msg_id_is_stored_once(
+        spark, js, nats_server):
+    name = _new_stream(js)
+    rows = [(f"{name}.in", bytearray(b"payload-%d" % i), {"h": f"v{i}"}, f"mid-{i}") for i in range(20)]
+    df = spark.createDataFrame(rows, "subject string, data binary, headers map<string,string>, msg_id string")
+
+    for _ in range(2):
+        (df.write.format("jetstream").option("servers", nats_server.url)
+         .mode("append").save())
+
+    assert js.stream(name).info().state.messages == 20
+    back = sorted(_reader(spark, nats_server, name).load().collect(), key=lambda r: r.seq)
+    assert sorted((bytes(r.data), r.msg_id) for r in back) == sorted((b"payload-%d" % i, f"mid-{i}") for i in range(20))
+    for r in back:
+        i = int(r.msg_id.split("-")[1])
+        assert r.subject == f"{name}.in"
+        assert r.headers == {"h": [f"v{i}"], "Nats-Msg-Id": [f"mid-{i}"]}
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_write_without_msg_id_derives_one_from_write_id_partition_and_row(spark, js, nats_server):
+    name = _new_stream(js)
+    rows = [(f"text-{i}", {"multi": ["x", "y"], "n": [str(i)]}) for i in range(10)]
+    df = spark.createDataFrame(rows, "data string, headers map<string,array<string>>").repartition(2)
+
+    (df.write.format("jetstream").option("servers", nats_server.url).option("subject", f"{name}.out")
+     .mode("append").save())
+
+    back = _reader(spark, nats_server, name).load().collect()
+    assert len(back) == 10
+    ids = [re.fullmatch(r"([0-9a-f]{32})-(\d+)-(\d+)", r.msg_id) for r in back]
+    assert all(ids), [r.msg_id for r in back]
+    assert len({m.group(1) for m in ids}) == 1  # one write id for the whole write
+    by_partition = {}
+    for m in ids:
+        by_partition.setdefault(int(m.group(2)), []).append(int(m.group(3)))
+    assert set(by_partition) == {0, 1}
+    assert all(sorted(v) == list(range(len(v))) for v in by_partition.values())
+    for r in back:
+        assert r.subject == f"{name}.out"
+        i = int(r.data.decode().split("-")[1])
+        assert r.headers["multi"] == ["x", "y"] and r.headers["n"] == [str(i)]
+
+
+@pytest.mark.timeout(60)
+def test_a_write_needs_a_subject_and_a_data_column_and_cannot_overwrite(spark, js, nats_server):
+    name = _new_stream(js)
+    df = spark.createDataFrame([(b"x",)], "data binary")
+    with pytest.raises(Exception, match="needs a subject"):
+        df.write.format("jetstream").option("servers", nats_server.url).mode("append").save()
+    with pytest.raises(Exception, match="needs a 'data' column"):
+        (spark.createDataFrame([("s",)], "payload string").write.format("jetstream")
+         .option("servers", nats_server.url).option("subject", f"{name}.x").mode("append").save())
+    with pytest.raises(Exception, match="append-only"):
+        (df.write.format("jetstream").option("servers", nats_server.url).option("subject", f"{name}.x")
+         .mode("overwrite").save())
+    assert js.stream(name).info().state.messages == 0
+
+
+@pytest.mark.timeout(180)
+def test_a_streaming_write_round_trips_and_derives_ids_from_query_batch_partition_and_row(
+        spark, js, nats_server, tmp_path):
+    source, sink = _new_stream(js), _new_stream(js)
+    for i in range(10):
+        js.publish(f"{source}.in", b"d%d" % i, headers={"k": ["1", "2"]} if i % 2 else None,
+                   msg_id=f"src-{i}" if i < 4 else None)
+
+    query = (spark.readStream.format("jetstream").option("servers", nats_server.url).option("stream", source)
+             .option("startingOffsets", "earliest").load()
+             .writeStream.format("jetstream").option("servers", nats_server.url)
+             .option("subject", f"{sink}.out").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(90)
+    assert query.exception() is None
+
+    back = sorted(_reader(spark, nats_server, sink).load().collect(), key=lambda r: bytes(r.data))
+    assert [bytes(r.data) for r in back] == [b"d%d" % i for i in range(10)]
+    for i, r in enumerate(back):
+        assert r.subject == f"{sink}.out"
+        if i < 4:
+            assert r.msg_id == f"src-{i}"  # the msg_id column wins
+        else:
+            m = re.fullmatch(rf"{re.escape(str(query.id))}-0-(\d+)-(\d+)", r.msg_id)
+            assert m, r.msg_id
+        assert r.headers.get("k") == (["1", "2"] if i % 2 else None)
+
+
+# -- registration --------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_pyspark_jetstream_exposes_the_data_source_and_register_adds_it_to_a_session(spark, js, nats_server):
+    import pyspark_jetstream
+
+    import jetstream_sync.spark
+
+    assert pyspark_jetstream.DefaultSource is JetStreamDataSource
+    assert JetStreamDataSource.name() == "jetstream"
+    jss.spark.register(spark)
+    jss.spark.register(spark)  # idempotent
+    name = _new_stream(js)
+    js.publish(f"{name}.x", b"x")
+    assert _seqs(_reader(spark, nats_server, name).load()) == [1]
