@@ -39,6 +39,7 @@ from .consume import ConsumeHandle, ConsumeStats, MessageStream
 from .consumer import Consumer
 from .errors import (
     APIError,
+    AuthorizationError,
     ClientClosedError,
     ConsumerDeletedError,
     ConsumerExistsError,
@@ -52,6 +53,7 @@ from .errors import (
     NoRespondersError,
     NoServersError,
     NotConnectedError,
+    PermissionViolationError,
     StreamNameInUseError,
     StreamNotFoundError,
     StreamWrongLastMsgIdError,
@@ -79,6 +81,7 @@ __all__ = [
     "APIError",
     "AccountInfo",
     "AckPolicy",
+    "AuthorizationError",
     "Client",
     "ClientClosedError",
     "ConsumeHandle",
@@ -107,6 +110,7 @@ __all__ = [
     "NoServersError",
     "NotConnectedError",
     "OrderedConsumer",
+    "PermissionViolationError",
     "PubAck",
     "ReplayPolicy",
     "RetentionPolicy",

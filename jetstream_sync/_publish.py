@@ -133,7 +133,8 @@ class Publisher:
         self._space = threading.Event()     # set by the loop when the window drains to low water
         self._blocked = 0                   # callers waiting for space (a hint for the loop)
         # token -> (future, deadline); inserted by callers, popped on the loop thread.
-        self._pending: dict[bytes, tuple[PubAckFuture, float]] = {}
+        # (future, deadline, subject: matched against permission errors)
+        self._pending: dict[bytes, tuple[PubAckFuture, float, str]] = {}
         self._tokens = itertools.count(1)
         self._prefix_b = b""
         self._start_lock = threading.Lock()
@@ -160,7 +161,8 @@ class Publisher:
         """Publishes sent and not yet acknowledged. No I/O."""
         return len(self._pending)
 
-    def submit(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None) -> PubAckFuture:
+    def submit(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None,
+               subject: str = "") -> PubAckFuture:
         """Take a window slot and queue ``head + reply + tail``; return its future.
 
         Blocks while the window is full, at most ``wait_slot`` seconds (None =
@@ -182,12 +184,12 @@ class Publisher:
         with self._lock:
             if len(pending) < self.max_pending:
                 # Registered before the write is queued, so the reply cannot beat it.
-                pending[token] = (fut, deadline)
+                pending[token] = (fut, deadline, subject)
                 token_in = True
             else:
                 token_in = False
         if not token_in:
-            self._wait_for_space(token, fut, timeout, wait_slot)
+            self._wait_for_space(token, fut, timeout, wait_slot, subject)
         try:
             self._client.write(head + self._prefix_b + token + tail, self, token)
         except BaseException:
@@ -199,14 +201,15 @@ class Publisher:
             lt.call_soon(self._start_sweeper)
         return fut
 
-    def _wait_for_space(self, token: bytes, fut: PubAckFuture, timeout: float, wait_slot: float | None) -> None:
+    def _wait_for_space(self, token: bytes, fut: PubAckFuture, timeout: float, wait_slot: float | None,
+                        subject: str) -> None:
         lt = self._client.loop_thread
         pending = self._pending
         give_up = None if wait_slot is None else time.monotonic() + wait_slot
         while True:
             with self._lock:
                 if len(pending) < self.max_pending:
-                    pending[token] = (fut, time.monotonic() + timeout)
+                    pending[token] = (fut, time.monotonic() + timeout, subject)
                     return
                 self._blocked += 1
             try:
@@ -275,7 +278,7 @@ class Publisher:
                 if not self._pending:
                     continue
                 now = time.monotonic()
-                for token, (fut, deadline) in list(self._pending.items()):
+                for token, (fut, deadline, _subject) in list(self._pending.items()):
                     if deadline <= now:
                         self.fail(token, errors.TimeoutError("no PubAck from the server in time"))
         finally:
@@ -289,6 +292,16 @@ class Publisher:
     def on_closed(self) -> None:
         self.close()
 
+    def on_permission_denied(self, subject: str, error: BaseException) -> None:
+        if subject.startswith(self._prefix_b.decode().lower()):
+            for token in list(self._pending):  # our PubAck inbox is refused: nothing can be acknowledged
+                self.fail(token, error)
+            return
+        for token, entry in list(self._pending.items()):
+            if entry[2].lower() == subject:
+                spelled = getattr(error, "spelled", None)
+                self.fail(token, spelled(entry[2]) if spelled is not None else error)
+
     def close(self) -> None:
         """Fail every outstanding future with ClientClosedError, and every later submit (any thread)."""
         self._closed = True
@@ -297,4 +310,4 @@ class Publisher:
         self._space.set()
 
     def outstanding(self) -> list[concurrent.futures.Future]:
-        return [f for f, _ in list(self._pending.values())]
+        return [entry[0] for entry in list(self._pending.values())]

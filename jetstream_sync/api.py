@@ -29,9 +29,12 @@ class ApiPrefix:
                 raise ValueError(f"domain must be a non-empty name without spaces, dots or wildcards, got {domain!r}")
             prefix = f"$JS.{domain}.API"
         elif api_prefix is not None:
-            if not isinstance(api_prefix, str) or not api_prefix.strip(". "):
-                raise ValueError(f"api_prefix must be a non-empty subject prefix, got {api_prefix!r}")
+            if not isinstance(api_prefix, str):
+                raise TypeError(f"api_prefix must be a str, got {type(api_prefix).__name__}")
             prefix = api_prefix.rstrip(".")
+            if not prefix or any(c in prefix for c in " \t\r\n*>") or "" in prefix.split("."):
+                raise ValueError(f"api_prefix must be a subject prefix without spaces, wildcards or empty tokens, "
+                                 f"got {api_prefix!r}")
         else:
             prefix = DEFAULT_PREFIX
         self.prefix = prefix

@@ -15,8 +15,10 @@ import inspect
 import itertools
 import logging
 import os
+import re
 import ssl
 import threading
+import urllib.parse
 import weakref
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -41,10 +43,52 @@ _USER_CALLBACKS = ("error_cb", "disconnected_cb", "reconnected_cb", "closed_cb",
                    "lame_duck_mode_cb")
 
 
+# nats-py lower-cases the server's -ERR text before handing it on.
+_PERMISSION_RE = re.compile(r'permissions violation for (publish to|subscription to|publish with reply of) "(.*?)"',
+                            re.IGNORECASE)
+
+
+_AUTH_FAILURES = ("authorization violation", "authentication expired", "authentication revoked",
+                  "authentication timeout")
+
+
+def _is_auth_failure(exc: BaseException) -> bool:
+    if isinstance(exc, nats.errors.AuthorizationError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, nats.errors.Error) and any(s in text for s in _AUTH_FAILURES)
+
+
+def _permission_error(text: str, subject: str | None = None) -> errors.PermissionViolationError | None:
+    """A PermissionViolationError for a server -ERR text, naming ``subject`` (else the one in the text)."""
+    m = _PERMISSION_RE.search(text)
+    if m is None:
+        return None
+    what, denied = m.group(1).lower(), m.group(2)
+    subject = subject or denied
+    if what == "subscription to":
+        msg = f"permission denied: this connection may not subscribe to {subject!r}"
+    elif what == "publish with reply of":
+        msg = f"permission denied: this connection may not use the reply subject {subject!r}"
+    else:
+        msg = f"permission denied: this connection may not publish to {subject!r}"
+    return errors.PermissionViolationError(f"{msg} (the server's user permissions refuse it)", subject)
+
+
 def _translate(exc: BaseException) -> BaseException:
     """Map a nats-py (or asyncio) exception to the most specific jetstream_sync error."""
     if isinstance(exc, errors.JetStreamError):
         return exc
+    if _is_auth_failure(exc):
+        return errors.AuthorizationError(
+            f"{str(exc).removeprefix('nats: ').strip(chr(39))}: the server refused this connection's credentials "
+            "(user/password, token, nkey or JWT)")
+    if isinstance(exc, nats.errors.Error):
+        denied = _permission_error(str(exc))
+        if denied is not None:
+            return denied
+    if type(exc).__module__.split(".")[0] == "nkeys":  # a malformed seed or creds file (nkeys is optional)
+        return ValueError(f"nkeys_seed/nkeys_seed_str/user_credentials: not a valid NATS nkey seed ({exc})")
     if isinstance(exc, nats.errors.NoRespondersError):
         return errors.NoRespondersError("no responders: nobody is subscribed to the subject")
     if isinstance(exc, (nats.errors.TimeoutError, asyncio.TimeoutError)):
@@ -89,6 +133,73 @@ class _Connection(_NatsClient):
     def __init__(self) -> None:
         super().__init__()
         self._raw_handlers: dict[int, RawHandler] = {}
+        # Requests in flight (task -> subject), so a permission violation the
+        # server reports asynchronously ends the request that caused it.
+        self._requests: dict[asyncio.Task, str] = {}
+        self._denied: dict[asyncio.Task, BaseException] = {}
+        #: Called on the loop thread with (what, subject) for every permission violation.
+        self.denied_cb: Callable[[str, str], None] | None = None
+        #: Set when the server refused the request inbox subscription (until a reconnect re-subscribes).
+        self.inbox_refused: errors.PermissionViolationError | None = None
+
+    async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False,
+                      headers: dict[str, Any] | None = None) -> Any:
+        """nats-py's request, ended with PermissionViolationError when the server refuses it.
+
+        The server answers a refused publish (or inbox subscription) with an
+        -ERR and drops it, so without this the request would only time out.
+        """
+        refused = self.inbox_refused
+        if refused is not None and not old_style:
+            raise errors.PermissionViolationError(
+                f"{refused}; a request to {subject!r} cannot receive its reply", refused.subject)
+        task = asyncio.current_task()
+        if task is None or task in self._requests:  # pragma: no cover - not in a task, or nested
+            return await super().request(subject, payload, timeout=timeout, old_style=old_style, headers=headers)
+        self._requests[task] = subject
+        try:
+            return await super().request(subject, payload, timeout=timeout, old_style=old_style, headers=headers)
+        except asyncio.CancelledError:
+            denied = self._denied.pop(task, None)
+            if denied is None:
+                raise
+            uncancel = getattr(task, "uncancel", None)
+            if uncancel is not None:
+                uncancel()
+            raise denied from None
+        finally:
+            self._requests.pop(task, None)
+            self._denied.pop(task, None)
+
+    async def _process_err(self, err_msg: str) -> None:
+        m = _PERMISSION_RE.search(err_msg)
+        if m is not None:
+            self._fail_denied_requests(m.group(1).lower(), m.group(2))
+            if self.denied_cb is not None:
+                try:
+                    self.denied_cb(m.group(1).lower(), m.group(2))
+                except Exception:  # a listener bug must not kill the reader task
+                    log.exception("jetstream_sync: permission violation listener failed")
+        await super()._process_err(err_msg)
+
+    def _fail_denied_requests(self, what: str, denied: str) -> None:
+        denied = denied.lower()
+        prefix = (self._resp_sub_prefix or b"").decode().lower()
+        inbox_refused = what != "publish to" and bool(prefix) and denied.startswith(prefix.rstrip("."))
+        if inbox_refused:
+            self.inbox_refused = _permission_error(f'permissions violation for {what} "{denied}"')
+        for task, subject in list(self._requests.items()):
+            if task.done() or task in self._denied:
+                continue
+            if inbox_refused:
+                exc = errors.PermissionViolationError(
+                    f"{self.inbox_refused}; a request to {subject!r} cannot receive its reply", denied)
+            elif what == "publish to" and subject.lower() == denied:
+                exc = _permission_error(f'permissions violation for publish to "{denied}"', subject)
+            else:
+                continue
+            self._denied[task] = exc
+            task.cancel()
 
     async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
         handler = self._raw_handlers.get(sid)
@@ -133,6 +244,14 @@ class _Listener:
     def on_disconnected(self) -> None: ...
     def on_reconnected(self) -> None: ...
     def on_closed(self) -> None: ...
+
+    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
+        """The server refused a publish to (or a subscription on) ``subject``.
+
+        Optional. ``subject`` is lower-cased (nats-py lower-cases the server's
+        -ERR line): compare it with ``your_subject.lower()``. The server keeps
+        the connection open; the refused message was dropped.
+        """
 
 
 def _check_timeout(timeout: Any, name: str = "timeout", allow_none: bool = True) -> float | None:
@@ -206,6 +325,7 @@ class Client:
         tls = options.get("tls")
         if tls is not None and not isinstance(tls, ssl.SSLContext):
             raise TypeError(f"tls must be an ssl.SSLContext, got {type(tls).__name__}")
+        _check_credential_files(options)
         self._user_callbacks = user_callbacks
         self._events: concurrent.futures.ThreadPoolExecutor | None = None
         self._events_lock = threading.Lock()
@@ -234,6 +354,7 @@ class Client:
         # connect tries each server once and then gives up with
         # NoServersError; the reconnect options apply once connected.
         nc = _Connection()
+        nc.denied_cb = self._on_denied
         failures: list[BaseException] = []
         gave_up = asyncio.Event()
         connecting = True
@@ -270,8 +391,17 @@ class Client:
             await nc.close()
         except Exception:  # pragma: no cover - half-open connection; the loop stops next anyway
             pass
+        # An authorization failure is what the user needs to hear about, not
+        # the connection reset that follows it.
+        refused = [exc for exc in failures if _is_auth_failure(exc)]
+        if refused:
+            reason = str(refused[-1]).removeprefix("nats: ").strip("'") or "authorization violation"
+            raise errors.AuthorizationError(
+                f"{reason}: {_redact_urls(servers)} refused this connection's credentials "
+                f"(user/password, token, nkey or JWT); not retrying") from refused[-1]
         last = failures[-1]
-        raise errors.NoServersError(f"could not connect to any server of {servers}: {last!r}") from last
+        raise errors.NoServersError(f"could not connect to any server of {_redact_urls(servers)}: "
+                                    f"{_redact_text(repr(last), servers)}") from last
 
     # -- connection events (loop thread) ---------------------------------------
 
@@ -288,7 +418,7 @@ class Client:
                 pass
 
     async def _on_error(self, exc: Exception) -> None:
-        log.debug("jetstream_sync: connection error: %r", exc)
+        log.debug("jetstream_sync: connection error: %s", _redact_text(repr(exc), self._servers))
         self._dispatch_user("error_cb", _translate(exc))
 
     async def _on_disconnected(self) -> None:
@@ -298,10 +428,20 @@ class Client:
         self._dispatch_user("disconnected_cb")
 
     async def _on_reconnected(self) -> None:
-        log.info("jetstream_sync: reconnected to %s", self._nc.connected_url)
+        self._nc.inbox_refused = None  # the reconnect subscribed again; the server may allow it now
+        log.info("jetstream_sync: reconnected to %s", self.connected_url)
         for lst in list(self._listeners):
             lst.on_reconnected()
         self._dispatch_user("reconnected_cb")
+
+    def _on_denied(self, what: str, subject: str) -> None:
+        exc = _permission_error(f'permissions violation for {what} "{subject}"')
+        if exc is None:  # pragma: no cover - the caller matched the same pattern
+            return
+        for lst in list(self._listeners):
+            hook = getattr(lst, "on_permission_denied", None)
+            if hook is not None:
+                hook(subject, exc)
 
     async def _on_discovered_server(self) -> None:
         self._dispatch_user("discovered_server_cb")
@@ -425,9 +565,9 @@ class Client:
 
     @property
     def connected_url(self) -> str | None:
-        """The server URL currently connected to, or None. No I/O."""
+        """The server URL currently connected to (credentials masked), or None. No I/O."""
         url = self._nc.connected_url
-        return None if url is None else url.geturl()
+        return None if url is None else _redact_url(url.geturl())
 
     @property
     def max_payload(self) -> int:
@@ -477,6 +617,10 @@ class Client:
         t = self.timeout_or_default(timeout)
         check_subject(subject)
         payload = encode_payload(data)
+        if headers is not None and not isinstance(headers, Mapping):
+            raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
+        if headers:
+            encode_headers(headers)  # validates names and values (TypeError/ValueError naming the header)
         hdrs = None if not headers else _single_valued(headers)
 
         async def go() -> Msg:
@@ -582,13 +726,83 @@ class Client:
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else ("connected" if self.is_connected else "reconnecting")
-        return f"<jetstream_sync.Client {self._name or ''} {state} {self._servers}>"
+        return f"<jetstream_sync.Client {self._name or ''} {state} {_redact_urls(self._servers)}>"
 
 
 def _finalize(lt: EventLoopThread, nc: _Connection) -> None:
     # The user forgot close(): stop the loop without the network round trip.
     if not lt.closed and not lt.on_loop_thread():
         lt.stop(timeout=1.0)
+
+
+def _redact_url(url: str) -> str:
+    """``url`` with its credentials masked: ``nats://alice:***@host``, ``nats://***@host`` (a token)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if "@" not in parts.netloc:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, has_password, _ = userinfo.partition(":")
+    masked = f"{user}:***" if has_password else "***"
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{masked}@{hostport}"))
+
+
+def _redact_urls(servers: Sequence[str]) -> list[str]:
+    return [_redact_url(s) for s in servers]
+
+
+def _redact_text(text: str, servers: Sequence[str]) -> str:
+    """``text`` with every server URL's credentials masked."""
+    for url in servers:
+        if "@" in url:
+            text = text.replace(url, _redact_url(url))
+            userinfo = urllib.parse.urlsplit(url).netloc.rpartition("@")[0]
+            for secret in userinfo.split(":")[-1:]:
+                if secret:
+                    text = text.replace(secret, "***")
+    return text
+
+
+def _read_credential_file(path: Any, name: str) -> str:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path, got {type(path).__name__}")
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
+
+
+def _check_credential_files(options: Mapping[str, Any]) -> None:
+    """Check credential files before connecting (never echoing their content).
+
+    nats-py reads them only once a server asks for a signature, and a creds
+    file without a JWT block makes it loop forever on the event loop.
+    """
+    creds = options.get("user_credentials")
+    if creds is not None:
+        if isinstance(creds, tuple):
+            if len(creds) != 2:
+                raise ValueError("user_credentials: a tuple must be (jwt_file, seed_file)")
+            _read_credential_file(creds[0], "user_credentials[0] (the JWT file)")
+            _read_credential_file(creds[1], "user_credentials[1] (the seed file)")
+        else:
+            text = creds.data if hasattr(creds, "data") and isinstance(creds.data, str) else \
+                _read_credential_file(creds, "user_credentials")
+            lines = text.splitlines()
+            jwt_at = next((i for i, line in enumerate(lines) if "BEGIN NATS USER JWT" in line), None)
+            if jwt_at is None or jwt_at + 1 >= len(lines) or not lines[jwt_at + 1].strip() \
+                    or not any("BEGIN USER NKEY SEED" in line for line in lines):
+                raise ValueError("user_credentials: not a NATS creds file (it needs a 'BEGIN NATS USER JWT' "
+                                 "block and a 'BEGIN USER NKEY SEED' block)")
+    seed_file = options.get("nkeys_seed")
+    if seed_file is not None:
+        _read_credential_file(seed_file, "nkeys_seed")
+    seed = options.get("nkeys_seed_str")
+    if seed is not None and not isinstance(seed, str):
+        raise TypeError(f"nkeys_seed_str must be a str, got {type(seed).__name__}")
 
 
 def _normalize_servers(servers: Any) -> list[str]:
@@ -599,7 +813,8 @@ def _normalize_servers(servers: Any) -> list[str]:
     else:
         raise TypeError(f"servers must be a URL string or a list of URLs, got {type(servers).__name__}")
     if not out or not all(isinstance(s, str) and s for s in out):
-        raise ValueError(f"servers must name at least one server URL, got {servers!r}")
+        shown = _redact_urls(out) if all(isinstance(s, str) for s in out) else f"a list of {len(out)} items"
+        raise ValueError(f"servers must name at least one server URL (non-empty strings), got {shown!r}")
     return out
 
 
@@ -614,6 +829,8 @@ def prepare_pub(client: Client, subject: str, data: Any, headers: Mapping[str, A
     """Validate a publish on the calling thread; return (subject, payload, header block)."""
     check_subject(subject)
     payload = encode_payload(data)
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
     hdr = encode_headers(headers) if headers else b""
     if len(payload) + len(hdr) > client.max_payload:
         raise ValueError(f"data: {len(payload) + len(hdr)} bytes exceed the server's max_payload "

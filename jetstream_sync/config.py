@@ -240,6 +240,18 @@ def _check_name(name: object, field: str) -> str:
     return name
 
 
+def _check_subject_field(subject: object, field: str) -> None:
+    """Raise ValueError naming ``field`` unless ``subject`` is a valid NATS subject (wildcards allowed)."""
+    if not isinstance(subject, str):
+        raise TypeError(f"{field} must be a str, got {type(subject).__name__}")
+    tokens = subject.split(".")
+    if (not subject or any(c in subject for c in " \t\r\n") or "" in tokens
+            or any(">" in t and (t != ">" or i != len(tokens) - 1) for i, t in enumerate(tokens))
+            or any("*" in t and t != "*" for t in tokens)):
+        raise ValueError(f"{field}: {subject!r} is not a valid subject (no spaces or empty tokens; '*' and '>' "
+                         f"only as whole tokens, '>' only last)")
+
+
 def validate_stream_name(name: object, field: str = "stream") -> str:
     """Check a stream name as nats-server does; return it. ``TypeError``/``ValueError`` name ``field``."""
     return _check_name(name, field)
@@ -799,6 +811,8 @@ class StreamConfig(_Config):
     extra: dict[str, Any] = _extra()
 
     def __attrs_post_init__(self) -> None:
+        for subject in self.subjects or ():
+            _check_subject_field(subject, "subjects")
         if self.mirror is not None and self.subjects:
             raise ValueError("mirror and subjects cannot be combined: a mirror only stores what its origin has")
         if self.mirror is not None and self.sources:
@@ -1028,6 +1042,10 @@ class ConsumerConfig(_Config):
             raise ValueError(f"{attr.name} must be -1 (unlimited) or >= 1, got {value}")
 
     def __attrs_post_init__(self) -> None:
+        if self.filter_subject is not None:
+            _check_subject_field(self.filter_subject, "filter_subject")
+        for subject in self.filter_subjects or ():
+            _check_subject_field(subject, "filter_subjects")
         if self.name is not None and self.durable_name is not None and self.name != self.durable_name:
             raise ValueError(
                 f"name {self.name!r} and durable_name {self.durable_name!r} must be equal when both are set"

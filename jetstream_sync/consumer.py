@@ -94,6 +94,10 @@ class Consumer:
         """
         if timeout is None:
             raise ValueError("timeout must be > 0 seconds for next(); use messages() to wait without a bound")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         opts = self._next_opts.get(timeout)
         if opts is None:
             opts = fetch_options(1, None, timeout, None)

@@ -27,6 +27,8 @@ The tree::
     │   └── JetStreamNotEnabledError    ... and the subject was a JetStream API call
     ├── NotConnectedError               disconnected and the outbound buffer is full
     ├── NoServersError                  connect() reached no server (also a builtins.ConnectionError)
+    │   └── AuthorizationError          ... because the server refused the credentials
+    ├── PermissionViolationError        the server refused a publish/subscribe (also a builtins.PermissionError)
     ├── ClientClosedError               the client was closed, or used after fork()
     └── MessageAlreadyAckedError        a second ack/nak/term on one message
 
@@ -43,6 +45,7 @@ from typing import Any, ClassVar, Mapping
 
 __all__ = [
     "APIError",
+    "AuthorizationError",
     "ClientClosedError",
     "ConsumerDeletedError",
     "ConsumerExistsError",
@@ -56,6 +59,7 @@ __all__ = [
     "NoRespondersError",
     "NoServersError",
     "NotConnectedError",
+    "PermissionViolationError",
     "StreamNameInUseError",
     "StreamNotFoundError",
     "StreamWrongLastMsgIdError",
@@ -213,6 +217,36 @@ class NotConnectedError(JetStreamError):
 
 class NoServersError(JetStreamError, builtins.ConnectionError):
     """``connect()`` could not reach any of the servers."""
+
+
+class AuthorizationError(NoServersError):
+    """The server refused the connection's credentials (user/password, token, nkey, JWT).
+
+    Raised by ``connect()`` at once, never retried; the message never contains
+    the credentials.
+    """
+
+
+class PermissionViolationError(JetStreamError, builtins.PermissionError):
+    """The server refused to let this connection publish to (or subscribe on) a subject.
+
+    ``subject`` is the subject refused (as the caller spelled it, when known).
+    Not retriable: the same request would be refused again.
+    """
+
+    def __init__(self, message: str, subject: str | None = None) -> None:
+        super().__init__(message)
+        self.subject = subject
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.subject))
+
+    def spelled(self, subject: str) -> "PermissionViolationError":
+        """The same error naming ``subject`` as the caller spelled it (the server's text is lower-cased)."""
+        text = str(self)
+        if self.subject:
+            text = text.replace(repr(self.subject), repr(subject)).replace(self.subject, subject)
+        return type(self)(text, subject)
 
 
 class ClientClosedError(JetStreamError):

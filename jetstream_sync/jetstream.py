@@ -163,12 +163,30 @@ class JetStream:
                 if not fut.done():
                     fut.set_result((data, raw_headers or b""))
 
-            sub = await client.subscribe_raw(client.new_inbox(), on_reply)
+            inbox = client.new_inbox()
+            watched = {subject.lower(): subject, inbox.lower(): inbox}
+
+            class _Denied:  # a refused publish or inbox ends this request at once
+                def on_permission_denied(self, denied: str, error: BaseException) -> None:
+                    if denied in watched and not fut.done():
+                        spelled = getattr(error, "spelled", None)
+                        fut.set_exception(spelled(watched[denied]) if spelled is not None else error)
+
+                def on_disconnected(self) -> None: ...
+
+                def on_reconnected(self) -> None: ...
+
+                def on_closed(self) -> None: ...
+
+            listener = _Denied()
+            client.add_listener(listener)  # type: ignore[arg-type]
+            sub = await client.subscribe_raw(inbox, on_reply)
             try:
                 # The SUB above sits in the same outbound buffer, ahead of this PUB.
                 client.nc.write_nowait(pub_bytes(subject, sub.subject, body, b""))
                 return await asyncio.wait_for(fut, t)
             finally:
+                client.remove_listener(listener)  # type: ignore[arg-type]
                 await client.unsubscribe_raw(sub)
 
         def once() -> tuple[bytes, Headers | None]:
@@ -392,7 +410,8 @@ class JetStream:
         if msg_id is not None:
             extra[_MSG_ID] = _check_str(msg_id, "msg_id")
         if expected_stream is not None:
-            extra[_EXPECTED_STREAM] = _check_str(expected_stream, "expected_stream")
+            validate_stream_name(expected_stream, "expected_stream")
+            extra[_EXPECTED_STREAM] = expected_stream
         if expected_last_seq is not None:
             extra[_EXPECTED_LAST_SEQ] = str(_check_int(expected_last_seq, "expected_last_seq", 0))
         if expected_last_subject_seq is not None:
@@ -425,7 +444,7 @@ class JetStream:
         limit = t if t is not None else 3600.0
 
         def once() -> PubAck:
-            fut = self._publisher.submit(head, tail, limit, t)
+            fut = self._publisher.submit(head, tail, limit, t, subject)
             deadline = None if t is None else time.monotonic() + t + BRIDGE_GRACE
             return wait_future(fut, deadline, lambda: errors.TimeoutError("no PubAck from the server in time"))
 
@@ -447,7 +466,7 @@ class JetStream:
         t = self.resolve_timeout(timeout)
         head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
                                        expected_last_subject_seq, expected_last_msg_id)
-        return self._publisher.submit(head, tail, t if t is not None else 3600.0, t)
+        return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
 
     def publish_async_pending(self) -> int:
         """How many ``publish_async`` futures are still unresolved. No I/O."""

@@ -43,6 +43,12 @@ BYTES_BATCH = 1_000_000
 CLIENT_MARGIN = 1.0
 
 
+def _spelled(error: BaseException, subject: str) -> BaseException:
+    """A permission error naming ``subject`` as we spelled it (the server's text comes lower-cased)."""
+    spelled = getattr(error, "spelled", None)
+    return spelled(subject) if spelled is not None else error
+
+
 class Status(enum.Enum):
     """What a status message means for a pull."""
 
@@ -188,6 +194,7 @@ class _FetchPull:
             return
         client.add_listener(self)
         subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
+        self._watched = {subject.lower(): subject, inbox.lower(): inbox}
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
         try:
             client.nc.write_nowait(f"PUB {subject} {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
@@ -259,6 +266,11 @@ class _FetchPull:
 
     def on_closed(self) -> None:
         self.end(errors.ClientClosedError("the client closed during the fetch"))
+
+    def on_permission_denied(self, subject: str, error: BaseException) -> None:
+        watched = getattr(self, "_watched", {})
+        if subject in watched:
+            self.end(_spelled(error, watched[subject]))
 
 
 class MessageBatch:
@@ -656,6 +668,13 @@ class ContinuousPull:
     def on_closed(self) -> None:
         self.halt(errors.ClientClosedError("the client was closed"))
 
+    def on_permission_denied(self, subject: str, error: BaseException) -> None:
+        # Refused pulls would only ever be refused again: end with the error.
+        for mine in (self._subject, self._inbox):
+            if subject == mine.lower():
+                self.halt(_spelled(error, mine))
+                return
+
     # -- user threads ------------------------------------------------------
 
     def taken(self, size: int) -> None:
@@ -724,6 +743,23 @@ class NextInbox:
 
     async def start(self) -> None:
         self._sub = await self._client.subscribe_raw(self.prefix.decode() + "*", self._on_msg)
+        self._client.add_listener(self)
+
+    # connection events (loop thread)
+    def on_disconnected(self) -> None: ...
+
+    def on_reconnected(self) -> None: ...
+
+    def on_closed(self) -> None: ...
+
+    def on_permission_denied(self, subject: str, error: BaseException) -> None:
+        q = self._current
+        if q is None:
+            return
+        if subject == self.subject.decode().lower():
+            q.put((_spelled(error, self.subject.decode()),))
+        elif subject.startswith(self.prefix.decode().lower()):
+            q.put((error,))
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         q = self._current
@@ -748,6 +784,10 @@ class NextInbox:
         if self.retired:
             return
         self.retired = True
+        try:
+            self._client.loop_thread.call_soon(self._client.remove_listener, self)
+        except errors.ClientClosedError:
+            pass
         if self._sub is not None:
             try:
                 self._client.loop_thread.call_soon(
@@ -785,7 +825,7 @@ class NextInbox:
         last_seen = now
         while True:
             try:
-                subject, reply, data, raw = q.get(timeout=WAKE_INTERVAL)
+                item = q.get(timeout=WAKE_INTERVAL)
             except queue.Empty:
                 now = time.monotonic()
                 # is_closed, not lt.closed: a connection that gave up reconnecting
@@ -797,6 +837,10 @@ class NextInbox:
                 if hb is not None and now - last_seen >= 2 * hb:
                     raise errors.NoHeartbeatError(f"no heartbeat for {2 * hb:.3g}s during next()") from None
                 continue
+            if len(item) == 1:  # the server refused the pull or the inbox
+                self._ok = True
+                raise item[0]
+            subject, reply, data, raw = item
             last_seen = time.monotonic()
             if raw and not data and raw.startswith(b"NATS/1.0 "):
                 hdrs = decode_headers(raw)
