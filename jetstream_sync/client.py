@@ -400,8 +400,13 @@ class Client:
                 f"{reason}: {_redact_urls(servers)} refused this connection's credentials "
                 f"(user/password, token, nkey or JWT); not retrying") from refused[-1]
         last = failures[-1]
+        hint = ""
+        if options.get("tls") is not None and isinstance(last, (BrokenPipeError, ConnectionResetError)):
+            # With TLS the server hangs up mid-handshake when it refuses us, most
+            # often for a missing or untrusted client certificate.
+            hint = " (the server closed the connection during the TLS handshake: check the client certificate)"
         raise errors.NoServersError(f"could not connect to any server of {_redact_urls(servers)}: "
-                                    f"{_redact_text(repr(last), servers)}") from last
+                                    f"{_redact_text(repr(last), servers)}{hint}") from last
 
     # -- connection events (loop thread) ---------------------------------------
 
