@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 
 import nats
+import nats.errors
+import nats.js.errors
 import pytest
 from nats.js.api import StorageType
 
@@ -68,7 +70,17 @@ async def _make_stream(servers, name: str, *, replicas: int = 1, count: int = 3)
             name=name, subjects=[f"{name}.>"], storage=StorageType.FILE, num_replicas=replicas
         )
         for i in range(count):
-            await js.publish(f"{name}.m", f"msg {i}".encode())
+            # A new replicated stream answers publishes once its leader is elected;
+            # on a cluster other tests just shook up that can take a moment.
+            deadline = asyncio.get_running_loop().time() + 15
+            while True:
+                try:
+                    await js.publish(f"{name}.m", f"msg {i}".encode(), headers={"Nats-Msg-Id": f"{name}-{i}"})
+                    break
+                except (nats.js.errors.NoStreamResponseError, nats.errors.TimeoutError):
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise
+                    await asyncio.sleep(0.1)
     finally:
         await nc.close()
 
