@@ -38,6 +38,21 @@ def _nak_quietly(msg: Msg) -> None:
         pass  # closed client or already acked: the server redelivers after ack_wait
 
 
+def _hand_back(q: queue.SimpleQueue, engine: ContinuousPull) -> bool:
+    """Empty ``q`` without blocking, NAKing every message in it; True if the end marker was in it."""
+    ended = False
+    while True:
+        try:
+            item = q.get_nowait()
+        except queue.Empty:
+            return ended
+        if type(item) is Msg:
+            engine.taken(item.size)
+            _nak_quietly(item)
+        elif type(item) is Terminal:
+            ended = True
+
+
 class MessageStream:
     """``consumer.messages()``: a blocking iterator over the ADR-37 continuous pull.
 
@@ -128,16 +143,8 @@ class MessageStream:
         self._engine.stop_soon()
         # Hand back what is buffered now; what the loop adds before the pull
         # halts is NAKed by next() or by the engine itself.
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                break
-            if type(item) is Msg:
-                self._engine.taken(item.size)
-                _nak_quietly(item)
-            elif type(item) is Terminal:
-                self._ended = True
+        if _hand_back(self._q, self._engine):
+            self._ended = True
 
     def drain(self) -> None:
         """Stop pulling; messages already buffered are still returned, then iteration ends."""
@@ -265,14 +272,7 @@ class ConsumeHandle:
         while not self._engine.halted.wait(WAKE_INTERVAL):
             if time.monotonic() > deadline:
                 break
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                return
-            if type(item) is Msg:
-                self._engine.taken(item.size)
-                _nak_quietly(item)
+        _hand_back(self._q, self._engine)
 
     def _handle(self, msg: Msg) -> None:
         self._in_handler.active = True
@@ -314,14 +314,7 @@ class ConsumeHandle:
         """
         self._stopping = True
         self._engine.stop_soon()
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                break
-            if type(item) is Msg:
-                self._engine.taken(item.size)
-                _nak_quietly(item)
+        _hand_back(self._q, self._engine)
         self._wake_all()
         me = threading.current_thread()
         if me in self._threads:
