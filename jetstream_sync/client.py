@@ -572,7 +572,7 @@ class Client:
     def connected_url(self) -> str | None:
         """The server URL currently connected to (credentials masked), or None. No I/O."""
         url = self._nc.connected_url
-        return None if url is None else _redact_url(url.geturl())
+        return None if url is None else redact_url(url.geturl())
 
     @property
     def max_payload(self) -> int:
@@ -740,10 +740,10 @@ def _finalize(lt: EventLoopThread, nc: _Connection) -> None:
         lt.stop(timeout=1.0)
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """``url`` with its credentials masked: ``nats://alice:***@host``, ``nats://***@host`` (a token)."""
     try:
-        parts = urllib.parse.urlsplit(url)
+        parts = urllib.parse.urlsplit(url if "://" in url else "nats://" + url)
     except ValueError:
         return "<unparsable URL>"
     if "@" not in parts.netloc:
@@ -755,14 +755,14 @@ def _redact_url(url: str) -> str:
 
 
 def _redact_urls(servers: Sequence[str]) -> list[str]:
-    return [_redact_url(s) for s in servers]
+    return [redact_url(s) for s in servers]
 
 
 def _redact_text(text: str, servers: Sequence[str]) -> str:
     """``text`` with every server URL's credentials masked."""
     for url in servers:
         if "@" in url:
-            text = text.replace(url, _redact_url(url))
+            text = text.replace(url, redact_url(url))
             userinfo = urllib.parse.urlsplit(url).netloc.rpartition("@")[0]
             for secret in userinfo.split(":")[-1:]:
                 if secret:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import attrs
 
 from . import errors
-from ._headers import decode_headers
+from ._headers import Headers, decode_headers
 from ._loop import WAKE_INTERVAL
 from .message import Msg
 
@@ -56,6 +56,17 @@ class Status(enum.Enum):
     END = "end"              # the pull finished quietly (404, 408, 409 batch completed / max bytes)
     WARNING = "warning"      # the pull was refused but the consumer is fine (409 Exceeded ...)
     TERMINAL = "terminal"    # stop for good (409 Consumer Deleted, 409 push based, 400, ...)
+
+
+def status_of(raw_headers: bytes, data: bytes) -> tuple[str, Headers] | None:
+    """(code, headers) when a pulled message is a status (no payload, ``NATS/1.0 <code>``), else None."""
+    if raw_headers and not data and raw_headers.startswith(b"NATS/1.0 "):
+        hdrs = decode_headers(raw_headers)
+        if hdrs is not None:
+            code = hdrs.get("Status")
+            if code:
+                return code, hdrs
+    return None
 
 
 def classify_status(code: str, description: str) -> tuple[Status, BaseException | None]:
@@ -231,14 +242,12 @@ class _FetchPull:
         if self._ended:
             return
         self._last_seen = time.monotonic()
-        if raw_headers and not data and raw_headers.startswith(b"NATS/1.0 "):
-            hdrs = decode_headers(raw_headers)
-            if hdrs is not None and hdrs.get("Status"):
-                kind, err = classify_status(hdrs["Status"], hdrs.get("Description", ""))
-                if kind is Status.HEARTBEAT:
-                    return
+        status = status_of(raw_headers, data)
+        if status is not None:
+            kind, err = classify_status(status[0], status[1].get("Description", ""))
+            if kind is not Status.HEARTBEAT:
                 self.end(err if kind is not Status.END else None)
-                return
+            return
         self.received += 1
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         self.received_bytes += size
@@ -567,12 +576,10 @@ class ContinuousPull:
                 self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
             return
         self._last_seen = time.monotonic()
-        if raw_headers and not data and raw_headers.startswith(b"NATS/1.0 "):
-            hdrs = decode_headers(raw_headers)
-            status = hdrs.get("Status") if hdrs else None
-            if status:
-                self._on_status(status, hdrs)  # type: ignore[arg-type]
-                return
+        status = status_of(raw_headers, data)
+        if status is not None:
+            self._on_status(*status)
+            return
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         opts = self._opts
         with self._lock:
@@ -842,16 +849,15 @@ class NextInbox:
                 raise item[0]
             subject, reply, data, raw = item
             last_seen = time.monotonic()
-            if raw and not data and raw.startswith(b"NATS/1.0 "):
-                hdrs = decode_headers(raw)
-                if hdrs is not None and hdrs.get("Status"):
-                    kind, err = classify_status(hdrs["Status"], hdrs.get("Description", ""))
-                    if kind is Status.HEARTBEAT:
-                        continue
-                    self._ok = True  # the server ended this request itself
-                    if kind is Status.END:
-                        raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s")
-                    assert err is not None
-                    raise err
+            status = status_of(raw, data)
+            if status is not None:
+                kind, err = classify_status(status[0], status[1].get("Description", ""))
+                if kind is Status.HEARTBEAT:
+                    continue
+                self._ok = True  # the server ended this request itself
+                if kind is Status.END:
+                    raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s")
+                assert err is not None
+                raise err
             self._ok = True
             return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

@@ -29,11 +29,11 @@ import tempfile
 import threading
 import uuid
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
 import jetstream_sync as jss
+from jetstream_sync.client import redact_url
 
 __all__ = ["ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for", "worker_identity"]
 
@@ -93,19 +93,6 @@ def _optional_str(name: str) -> Any:
 def _check_timeout(_inst: Any, _attr: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"timeout must be a number of seconds > 0, got {value!r}")
-
-
-def _redact_url(url: str) -> str:
-    try:
-        parts = urlsplit(url if "://" in url else "nats://" + url)
-    except ValueError:
-        return "<unparsable URL>"
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, colon, _secret = userinfo.partition(":")
-    shown = f"{user}:***" if colon else "***"
-    return urlunsplit(parts._replace(netloc=f"{shown}@{hostport}"))
 
 
 @attrs.frozen(repr=False)
@@ -228,7 +215,7 @@ class ConnectionOptions:
         return ctx
 
     def __repr__(self) -> str:
-        parts = [f"servers={tuple(_redact_url(s) for s in self.servers)!r}"]
+        parts = [f"servers={tuple(redact_url(s) for s in self.servers)!r}"]
         if self.name is not None:
             parts.append(f"name={self.name!r}")
         parts.append(f"timeout={self.timeout!r}")
