@@ -518,8 +518,8 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]]) -> None:
     print(f"{label}: {ratio:5.2f}x  (target <= {target}x)  {verdict}")
     print(f"(no target) consume(workers=4) vs asyncio ADR-37 loop: "
           f"{rate['jss_consume_4'] / rate['nats_continuous']:5.2f}x")
-    print(f"verified: every case received each message exactly once (by stream sequence) and its consumer "
-          f"ended with num_ack_pending 0 and num_pending 0")
+    print("verified: every case received each message exactly once (by stream sequence) and its consumer "
+          "ended with num_ack_pending 0 and num_pending 0")
     print(f"load average at end: {load()}")
 
 

@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Awaitable, Callable, Coroutine, Iterable, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 from .errors import ClientClosedError, TimeoutError
 

@@ -20,7 +20,7 @@ import ssl
 import threading
 import urllib.parse
 import weakref
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import nats
 import nats.errors
@@ -28,7 +28,7 @@ from nats.aio.client import Client as _NatsClient
 from nats.protocol.command import hpub_cmd, pub_cmd
 
 from . import errors
-from ._headers import Headers, encode_headers
+from ._headers import encode_headers
 from ._loop import EventLoopThread, Outbox
 from .message import Msg
 

@@ -242,7 +242,7 @@ class _FetchPull:
         if self._ended:
             return
         self._last_seen = time.monotonic()
-        status = status_of(raw_headers, data)
+        status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             kind, err = classify_status(status[0], status[1].get("Description", ""))
             if kind is not Status.HEARTBEAT:
@@ -576,7 +576,7 @@ class ContinuousPull:
                 self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
             return
         self._last_seen = time.monotonic()
-        status = status_of(raw_headers, data)
+        status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)
             return
@@ -806,7 +806,6 @@ class NextInbox:
     def next(self, opts: FetchOptions, what: str) -> Msg:
         """Send a one-message pull and wait for its answer on the calling thread (after ``try_acquire``)."""
         client = self._client
-        lt = client.loop_thread
         token = b"%d" % next(self._tokens)
         q: queue.SimpleQueue = queue.SimpleQueue()
         self._token = token
@@ -849,7 +848,7 @@ class NextInbox:
                 raise item[0]
             subject, reply, data, raw = item
             last_seen = time.monotonic()
-            status = status_of(raw, data)
+            status = status_of(raw, data) if raw and not data else None
             if status is not None:
                 kind, err = classify_status(status[0], status[1].get("Description", ""))
                 if kind is Status.HEARTBEAT:

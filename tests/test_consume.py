@@ -4,7 +4,6 @@
 # (also from inside handlers), a server restart, client close, bad arguments.
 from __future__ import annotations
 
-import collections
 import threading
 import time
 

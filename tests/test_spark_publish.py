@@ -14,7 +14,7 @@ import pytest
 import jetstream_sync as jss
 import jetstream_sync.spark as jss_spark
 from jetstream_sync.server import NatsServer
-from jetstream_sync.spark import ConnectionOptions, PublishError, client_for, drop_all, publish_partition, publisher
+from jetstream_sync.spark import PublishError, client_for, drop_all, publish_partition, publisher
 
 WORKER = "Jss-Worker"
 

@@ -326,8 +326,6 @@ def test_a_streaming_write_round_trips_and_derives_ids_from_query_batch_partitio
 def test_pyspark_jetstream_exposes_the_data_source_and_register_adds_it_to_a_session(spark, js, nats_server):
     import pyspark_jetstream
 
-    import jetstream_sync.spark
-
     assert pyspark_jetstream.DefaultSource is JetStreamDataSource
     assert JetStreamDataSource.name() == "jetstream"
     jss.spark.register(spark)
