@@ -23,7 +23,6 @@ import itertools
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ import nats
 
 import jetstream_sync as jss
 from jetstream_sync.server import NatsServer
+
+from _common import cpu_seconds, fail, load, rotated
 
 STREAM = "BENCH_CONSUME"
 SUBJECT = "bench.consume"
@@ -401,22 +402,6 @@ def check_exactly_once(case: Case, replies: list[str], n: int) -> None:
              f"missing {missing[:10]}{'...' if len(missing) > 10 else ''}, unexpected {extra[:10]}")
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process, all threads (the server is another process, not counted)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def fail(message: str) -> None:
-    print(f"\nFAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def rotated(items: list, k: int) -> list:
-    k %= len(items)
-    return items[k:] + items[:k]
-
-
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -521,10 +506,6 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]]) -> None:
     print("verified: every case received each message exactly once (by stream sequence) and its consumer "
           "ended with num_ack_pending 0 and num_pending 0")
     print(f"load average at end: {load()}")
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:

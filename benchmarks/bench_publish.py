@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -32,6 +31,8 @@ import nats
 
 import jetstream_sync as jss
 from jetstream_sync.server import NatsServer
+
+from _common import cpu_seconds, fail, load, rotated
 
 STREAM = "BENCH_PUBLISH"
 SUBJECT = "bench.publish"
@@ -186,22 +187,6 @@ class Bench:
         return n / seconds, cpu_us
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process, all threads (the server is another process, not counted)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def fail(message: str) -> None:
-    print(f"\nFAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def rotated(items: list, k: int) -> list:
-    k %= len(items)
-    return items[k:] + items[:k]
-
-
 def run_rounds(bench: Bench) -> dict[str, list[tuple[float, float]]]:
     """A small untimed warm-up (inboxes, subscriptions), then the rounds, case order rotating each round."""
     for case in bench.cases:
@@ -245,10 +230,6 @@ def print_table(bench: Bench, results: dict[str, list[tuple[float, float]]]) -> 
         verdict = "PASS" if ratio >= target else "BELOW"
         print(f"{label}: {ratio:5.2f}x  (target >= {target}x)  {verdict}")
     print(f"load average at end: {load()}")
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,6 +48,8 @@ import jetstream_sync as jss
 import jetstream_sync.spark  # jss.spark.publisher, new_write_id, register
 from jetstream_sync.server import NatsServer
 
+from _common import load
+
 STREAM = "BENCH_SPARK"
 SUBJECT = "bench.spark"
 
@@ -76,10 +78,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def fail(message: str) -> None:
     print(f"\nFAILED: {message}", file=sys.stderr, flush=True)
     sys.exit(1)
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 class Bench:

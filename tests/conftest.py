@@ -158,3 +158,74 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# --- a spy on the JetStream API -------------------------------------------------------
+
+
+class ApiSpy:
+    """Sees every JetStream API request a server receives, in order.
+
+    A second connection subscribes to ``$JS.API.>``: plain subscribers get a
+    copy of every request. Its handler runs on the spy's own loop thread and
+    only appends the subject. (A server with a JetStream domain maps
+    ``$JS.<domain>.API.>`` onto ``$JS.API.>`` before delivery, so domain tests
+    read the server's trace log instead: see ``TraceLog``.)
+    """
+
+    PATTERNS = ("$JS.API.>",)
+
+    def __init__(self, url: str) -> None:
+        self.subjects: list[str] = []
+        self._client = jss.connect(url, name="api-spy")
+        try:
+            for pattern in self.PATTERNS:
+                # subscribe_raw is the package's raw subscription (no public
+                # subscribe exists); the handler gets (subject, reply, data, headers).
+                self._client.call(self._client.subscribe_raw(pattern, self._on_request), 5.0)
+            self._client.flush()
+        except BaseException:
+            self._client.close()
+            raise
+
+    def _on_request(self, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
+        self.subjects.append(subject.decode())
+
+    def mark(self, js: jss.JetStream) -> int:
+        """A position after everything ``js`` sent so far (the spy receives asynchronously)."""
+        self.sync(js)
+        return len(self.subjects)
+
+    def since(self, mark: int) -> list[str]:
+        return self.subjects[mark:]
+
+    def sync(self, js: jss.JetStream) -> str:
+        """Send a sentinel request on ``js`` and wait until the spy saw it.
+
+        One connection's messages reach the spy in the order they were sent,
+        so afterwards the spy has seen everything ``js`` sent before.
+        """
+        mark = len(self.subjects)
+        js.account_info()
+        sentinel = f"{js.api.prefix}.INFO"
+        wait_for(lambda: sentinel in self.since(mark), timeout=5.0, what=f"the spy to see {sentinel}")
+        return sentinel
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def assert_sends_nothing(spy: ApiSpy, js: jss.JetStream, call, exc: type[BaseException], match: str) -> None:
+    """``call()`` raises ``exc`` (message matching ``match``) and sends no API request."""
+    mark = spy.mark(js)
+    with pytest.raises(exc, match=match):
+        call()
+    sentinel = spy.sync(js)
+    assert spy.since(mark) == [sentinel], "the failed call sent a request to the server"
+
+
+@pytest.fixture
+def api_spy(nats_server):
+    spy = ApiSpy(nats_server.url)
+    yield spy
+    spy.close()

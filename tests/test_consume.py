@@ -11,8 +11,7 @@ import pytest
 
 import jetstream_sync as jss
 
-from conftest import wait_for
-from test_jetstream import ApiSpy, assert_sends_nothing
+from conftest import assert_sends_nothing, wait_for
 
 
 @pytest.fixture
@@ -410,13 +409,6 @@ def test_closing_the_client_ends_the_handle_with_client_closed_promptly(js, nats
 
 
 # --- arguments ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def api_spy(nats_server):
-    spy = ApiSpy(nats_server.url)
-    yield spy
-    spy.close()
 
 
 def _noop(msg):

@@ -15,8 +15,7 @@ import pytest
 
 import jetstream_sync as jss
 
-from conftest import wait_for
-from test_jetstream import ApiSpy, assert_sends_nothing
+from conftest import assert_sends_nothing, wait_for
 
 
 @pytest.fixture
@@ -289,13 +288,6 @@ def test_filter_survives_a_reset(js, mixed, subj):
         js.delete_consumer(mixed.name, cname)
         assert read_stream(msgs, 7) == [8, 10, 12, 14, 16, 18, 20]
         assert_quiet(msgs)
-
-
-@pytest.fixture
-def api_spy(nats_server):
-    spy = ApiSpy(nats_server.url)
-    yield spy
-    spy.close()
 
 
 @pytest.mark.parametrize("field, value", [

@@ -8,14 +8,7 @@ import pytest
 
 import jetstream_sync as jss
 
-from test_jetstream import ApiSpy, assert_sends_nothing
-
-
-@pytest.fixture
-def api_spy(nats_server):
-    spy = ApiSpy(nats_server.url)
-    yield spy
-    spy.close()
+from conftest import assert_sends_nothing
 
 
 @pytest.fixture
