@@ -307,7 +307,7 @@ class Client:
     the client is needed (a Spark worker, a subprocess).
     """
 
-    def __init__(self, servers: str | Sequence[str] = "nats://127.0.0.1:4222", *, name: str | None = None,
+    def __init__(self, servers: str | Sequence[str] | None = None, *, name: str | None = None,
                  timeout: float = 5.0, **options: Any) -> None:
         self._timeout = _check_timeout(timeout, allow_none=False)
         servers = _normalize_servers(servers)
@@ -810,7 +810,17 @@ def _check_credential_files(options: Mapping[str, Any]) -> None:
         raise TypeError(f"nkeys_seed_str must be a str, got {type(seed).__name__}")
 
 
+DEFAULT_URL = "nats://127.0.0.1:4222"
+
+
+def default_servers() -> str:
+    """``$NATS_URL`` when set (the NATS tools' convention), else ``nats://127.0.0.1:4222``."""
+    return os.environ.get("NATS_URL") or DEFAULT_URL
+
+
 def _normalize_servers(servers: Any) -> list[str]:
+    if servers is None:
+        servers = default_servers()
     if isinstance(servers, str):
         out = [s.strip() for s in servers.split(",") if s.strip()]
     elif isinstance(servers, (list, tuple)):
@@ -859,11 +869,12 @@ def build_pub(client: Client, subject: str, data: Any, reply: str | None,
     return pub_bytes(subject, reply or "", payload, hdr)
 
 
-def connect(servers: str | Sequence[str] = "nats://127.0.0.1:4222", *, name: str | None = None,
+def connect(servers: str | Sequence[str] | None = None, *, name: str | None = None,
             timeout: float = 5.0, **options: Any) -> Client:
     """Connect to NATS and return a blocking, thread-safe :class:`Client`.
 
-    ``servers`` is a URL, a comma-separated string or a list of URLs.
+    ``servers`` is a URL, a comma-separated string or a list of URLs; when
+    omitted, ``$NATS_URL`` is used if set, else ``nats://127.0.0.1:4222``.
     ``timeout`` (seconds) is the default for every blocking call. Other
     keyword options go to nats-py's ``connect`` (user/password, token,
     ``user_credentials`` (creds file), ``nkeys_seed``, ``tls`` (an

@@ -115,6 +115,19 @@ class TestConnect:
             client.flush()
 
     @pytest.mark.timeout(20)
+    def test_connect_without_servers_uses_the_nats_url_environment_variable(self, nats_server, monkeypatch):
+        monkeypatch.setenv("NATS_URL", nats_server.url)
+        with jss.connect(timeout=5.0) as client:
+            assert client.connected_url == nats_server.url
+
+    @pytest.mark.timeout(20)
+    def test_connect_without_servers_or_nats_url_tries_the_default_local_port(self, monkeypatch):
+        monkeypatch.delenv("NATS_URL", raising=False)
+        monkeypatch.setattr(jss.client, "DEFAULT_URL", f"nats://127.0.0.1:{free_port()}")
+        with pytest.raises(jss.NoServersError, match="127.0.0.1"):
+            jss.connect(timeout=2.0, max_reconnect_attempts=0)
+
+    @pytest.mark.timeout(20)
     @pytest.mark.parametrize("shape", ["list", "comma-separated"])
     def test_connect_skips_a_dead_server_and_connects_to_a_live_one(self, nats_server, shape):
         dead = f"nats://127.0.0.1:{free_port()}"
@@ -124,7 +137,7 @@ class TestConnect:
             client.jetstream().account_info()
 
     @pytest.mark.parametrize("servers, exc", [
-        (42, TypeError), (None, TypeError), ({"url": "nats://x"}, TypeError),
+        (42, TypeError), ({"url": "nats://x"}, TypeError),
         ("", ValueError), (" , ", ValueError), ([], ValueError), ([""], ValueError), ([42], ValueError),
     ])
     def test_bad_servers_raise_naming_the_servers_argument_and_start_no_thread(self, servers, exc):
