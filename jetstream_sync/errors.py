@@ -95,10 +95,14 @@ class APIError(JetStreamError):
         self.description = description
         super().__init__(f"{description or 'JetStream API error'} (code={code}, err_code={err_code})")
 
+    #: 503 answers that are not temporary: 10077 "stream store failed" is what a
+    #: full stream with ``discard="new"`` (max msgs/bytes/msgs per subject) says.
+    permanent_503: ClassVar[frozenset[int]] = frozenset({10077})
+
     @property
     def retriable(self) -> bool:  # type: ignore[override]
         # 503 means "JetStream temporarily unavailable" (leader election, catch-up).
-        return self.code == 503
+        return self.code == 503 and self.err_code not in self.permanent_503
 
     def __reduce__(self):
         return (type(self), (self.code, self.err_code, self.description))

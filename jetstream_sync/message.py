@@ -152,7 +152,7 @@ class Msg:
         client = self._client
         if client is None or not self.reply:
             raise JetStreamError("this message cannot be acknowledged: it has no reply subject "
-                                 "(an AckNone consumer, a direct get or a core NATS message)")
+                                 "(a direct get or a core NATS message)")
         lt = client.loop_thread
         if lt.closed:
             # Checked here, not left to the Outbox: a flush scheduled just before

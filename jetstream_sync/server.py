@@ -113,6 +113,9 @@ def _hostport(host: str, port: int) -> str:
 # the process. Forking from whatever thread calls start() would therefore
 # SIGKILL the server as soon as e.g. a pool worker finishes, so on Linux
 # every fork happens on one daemon thread that lives as long as the process.
+# The server gets a session of its own: a SIGINT aimed at the parent's process
+# group (interrupting a Jupyter kernel, Ctrl-C in a terminal) must not stop it;
+# the parent stops it (context manager, stop(), atexit) or PDEATHSIG does.
 
 _PR_SET_PDEATHSIG = 1
 
@@ -145,8 +148,8 @@ class _Spawner:
     def popen(cls, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         preexec = _pdeathsig_preexec()
         if preexec is None:
-            return subprocess.Popen(argv, start_new_session=False, **kwargs)
-        kwargs.update(preexec_fn=preexec, start_new_session=False)
+            return subprocess.Popen(argv, start_new_session=True, **kwargs)
+        kwargs.update(preexec_fn=preexec, start_new_session=True)
         with cls._lock:
             if cls._jobs is None:
                 cls._jobs = queue.SimpleQueue()

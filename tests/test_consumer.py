@@ -12,7 +12,7 @@ import pytest
 
 import jetstream_sync as jss
 
-from conftest import assert_sends_nothing
+from conftest import assert_sends_nothing, wait_for
 
 
 @pytest.fixture
@@ -91,6 +91,8 @@ def test_delete_removes_the_consumer(js, stream, consumer):
 @pytest.mark.timeout(20)
 def test_fetch_yields_up_to_max_messages_in_order_with_metadata(js, stream, consumer):
     publish(js, 25)
+    # The server counts a consumer's pending messages asynchronously; wait until it has all 25.
+    wait_for(lambda: consumer.info().num_pending == 25, what="the consumer to count 25 pending")
     batch = consumer.fetch(max_messages=10)
     assert isinstance(batch, jss.MessageBatch)
     msgs = list(batch)

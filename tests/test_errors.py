@@ -42,6 +42,11 @@ def test_a_503_api_error_is_retriable_and_a_400_is_not():
     assert not errors.api_error_from({"code": 400, "err_code": 10059, "description": "x"}).retriable
 
 
+def test_a_full_stream_refusing_a_message_is_a_503_that_is_not_retried():
+    full = errors.api_error_from({"code": 503, "err_code": 10077, "description": "maximum messages exceeded"})
+    assert type(full) is errors.APIError and not full.retriable
+
+
 def test_timeout_error_is_also_the_builtin_timeout_error():
     assert issubclass(jss.TimeoutError, builtins.TimeoutError)
     assert issubclass(jss.TimeoutError, jss.JetStreamError)

@@ -238,6 +238,18 @@ def test_publish_to_a_subject_no_stream_captures_raises_no_responders_at_once(js
     assert time.monotonic() - started < 1.0
 
 
+def test_a_full_stream_with_discard_new_refuses_a_publish_with_msg_id_without_retrying(client, caplog):
+    name = unique("FULL")
+    js = client.jetstream(retry=jss.RetryPolicy(attempts=5, initial_backoff=0.2))
+    js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory", max_msgs=1, discard="new")
+    js.publish(f"{name}.x", b"1", msg_id="first")
+    with caplog.at_level("INFO", logger="jetstream_sync"), pytest.raises(jss.APIError) as refused:
+        js.publish(f"{name}.x", b"2", msg_id="second")
+    assert refused.value.err_code == 10077 and not refused.value.retriable
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert js.stream_info(name).state.messages == 1
+
+
 def test_publish_async_to_a_subject_no_stream_captures_fails_its_future_at_once(js):
     started = time.monotonic()
     fut = js.publish_async(f"{unique('NOWHERE')}.x", b"lost", timeout=5)

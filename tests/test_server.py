@@ -308,3 +308,29 @@ def test_an_r3_stream_survives_restarting_one_cluster_node(nats_cluster):
         assert info.state.messages == 3 and info.cluster.leader
     finally:
         asyncio.run(_delete_stream(nats_cluster.urls, name))
+
+
+# --- signals aimed at the parent's process group ------------------------------
+
+
+INTERRUPTED_PARENT = textwrap.dedent("""
+    import os, signal, sys
+    import jetstream_sync as jss
+    from jetstream_sync.server import NatsServer
+
+    os.setpgid(0, 0)                                # like a Jupyter kernel: the leader of its own group
+    signal.signal(signal.SIGINT, lambda *a: None)   # and it survives SIGINT (as KeyboardInterrupt)
+    with NatsServer() as server:
+        assert os.getpgid(server.pid) != os.getpgid(0), "nats-server shares the parent's process group"
+        os.killpg(os.getpgid(0), signal.SIGINT)      # what interrupting a Jupyter kernel does
+        with jss.connect(server.url, timeout=5.0, max_reconnect_attempts=0) as client:
+            print(client.jetstream().account_info().limits is not None, server.is_running)
+""")
+
+
+@pytest.mark.timeout(60)
+def test_an_interrupt_sent_to_the_parents_process_group_does_not_stop_the_server(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_PARENT], capture_output=True, text=True, timeout=50,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
