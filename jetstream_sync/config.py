@@ -633,6 +633,11 @@ class _Wire:
         """
         return _from_wire(cls, data, strict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The server's JSON for this object (no I/O): durations in nanoseconds, times RFC 3339,
+        unset fields left out, unknown server fields (``extra``) kept. ``json.dumps`` takes it as is."""
+        return _to_wire(self)
+
     def __repr__(self) -> str:
         parts = [
             f"{a.name}={getattr(self, a.name)!r}"
@@ -950,6 +955,12 @@ class StreamInfo(_Wire):
     "When this info was gathered."
     extra: dict[str, Any] = _extra()
 
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: name, subjects, storage, counters. Renders this snapshot; no I/O."""
+        from . import _html
+
+        return _html.stream_info(self)
+
 
 # ---------------------------------------------------------------------------------------------
 # Consumers
@@ -1130,6 +1141,12 @@ class ConsumerInfo(_Wire):
     "When this info was gathered."
     extra: dict[str, Any] = _extra()
 
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: filter, ack policy, delivery progress. Renders this snapshot; no I/O."""
+        from . import _html
+
+        return _html.consumer_info(self)
+
 
 # ---------------------------------------------------------------------------------------------
 # Publish acks, account info, stored messages
@@ -1149,6 +1166,12 @@ class PubAck(_Wire):
     domain: str | None = _any()
     "JetStream domain, when set."
     extra: dict[str, Any] = _extra()
+
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: stream, sequence, duplicate flag. No I/O."""
+        from . import _html
+
+        return _html.pub_ack(self)
 
 
 @attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream"]
 
-log = logging.getLogger("jetstream_sync")
+log = logging.getLogger(__name__)
 
 
 def _nak_quietly(msg: Msg) -> None:
@@ -167,6 +167,12 @@ class ConsumeStats:
     pulls: int = 0
     buffered: int = 0
     warnings: int = 0
+
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: the counters in one row. No I/O."""
+        from . import _html
+
+        return _html.consume_stats(self)
 
 
 class ConsumeHandle:
@@ -353,6 +359,25 @@ class ConsumeHandle:
         return ConsumeStats(received=self._engine.received, handled=self._handled,
                             handler_errors=self._handler_errors, pulls=self._engine.pulls,
                             buffered=self._engine.buffered(), warnings=self._warnings)
+
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: the state (running/draining/stopped/error) and live counters.
+
+        Reads flags and counters only: no I/O, never blocks; any thread. Pass the
+        handle to ``IPython.display.display(handle, display_id=True)`` and call the
+        returned display's ``update(handle)`` to refresh it.
+        """
+        from . import _html
+
+        if self.error is not None:
+            state = "error"
+        elif self._stopping or self._closed.is_set():
+            state = "stopped"
+        elif self._draining:
+            state = "draining"
+        else:
+            state = "running"
+        return _html.consume_handle(state, self.stats, self.error)
 
     def __enter__(self) -> "ConsumeHandle":
         return self

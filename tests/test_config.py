@@ -269,6 +269,15 @@ class TestStreamInfoRoundTrip:
         with pytest.raises(ValueError, match="StreamInfo.*alternates"):
             StreamInfo.from_response(dict(STREAM_INFO, alternates=[]), strict=True)
 
+    def test_an_info_turns_back_into_the_json_the_server_sent_with_to_dict(self):
+        raw = with_future_fields(STREAM_INFO)
+        as_dict = StreamInfo.from_response(raw).to_dict()
+        assert as_dict.keys() == {k for k in raw if k not in StreamInfo._envelope}
+        assert as_dict["config"] == raw["config"] and as_dict["alternates"] == raw["alternates"]
+        assert as_dict["state"]["messages"] == raw["state"]["messages"]
+        assert raw["created"].startswith(as_dict["created"][:-1])      # times keep microseconds
+        assert json.loads(json.dumps(as_dict)) == as_dict
+
     def test_to_request_output_does_not_alias_the_kept_unknown_values(self):
         info = StreamInfo.from_response(with_future_fields(STREAM_INFO))
         info.config.to_request().setdefault("persist_mode", "x")
