@@ -1,10 +1,167 @@
-# The main job runs end to end, against a given server and embedded.
+# Charter: the jetstream-sync command line as a whole, through the real console script: help and
+# exit codes, one-line usage errors (exit 2), connection flags before or after the command and
+# $NATS_URL, an unreachable server (exit 4), -v logging, Ctrl-C (exit 130), and the demo.
+# The helpers here (`cli`, `ok`, `fails`, `as_json`) are shared by the other test_cli_*.py files.
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import jetstream_sync as jss
 from jetstream_sync.__main__ import main
+
+from conftest import wait_for
+
+#: The installed console script, next to the interpreter running the tests.
+CLI = Path(sys.executable).parent / "jetstream-sync"
+ERROR = "jetstream-sync: error: "
+
+
+def cli_env(server: Any = None, **extra: str) -> dict[str, str]:
+    """The environment for a CLI run: NATS_URL is the given server's URL, or unset."""
+    env = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    if server is not None:
+        env["NATS_URL"] = server if isinstance(server, str) else server.url
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, server: Any = None, input: str | None = None, timeout: float = 30.0,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the console script with ``args`` (NATS_URL pointing at ``server``) and wait for it."""
+    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout, input=input,
+                          env=env if env is not None else cli_env(server))
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    """Assert exit 0 and a silent stderr; return stdout."""
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.stderr == "", proc.stderr
+    return proc.stdout
+
+
+def as_json(proc: subprocess.CompletedProcess) -> Any:
+    """Assert success and return stdout parsed as one JSON document."""
+    return json.loads(ok(proc))
+
+
+def fails(proc: subprocess.CompletedProcess, code: int, match: str) -> str:
+    """Assert exit ``code``, nothing on stdout and exactly one stderr line matching ``match``; return it."""
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == code, f"exit {proc.returncode}, wanted {code}\nstderr:\n{proc.stderr}"
+    assert len(lines) == 1, f"wanted one stderr line, got:\n{proc.stderr}"
+    assert lines[0].startswith(ERROR), lines[0]
+    assert re.search(match, lines[0]), f"{match!r} not in {lines[0]!r}"
+    assert proc.stdout == ""
+    return lines[0]
+
+
+def unused_url() -> str:
+    """A loopback URL where nothing listens."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"nats://127.0.0.1:{port}"
+
+
+# --- help and usage errors ------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_help_lists_every_command_and_the_exit_codes():
+    out = ok(cli("--help"))
+    for command in ("account", "stream", "consumer", "pub", "server", "demo"):
+        assert re.search(rf"^\s+{command}\s", out, re.M), command
+    for code in ("0", "1", "2", "3", "4", "130"):
+        assert re.search(rf"^\s+{code}\s+\S", out, re.M), f"exit code {code} not in the epilog"
+    sub = ok(cli("stream", "--help"))
+    for command in ("add", "ls", "info", "edit", "cp", "purge", "rmm", "get", "rm"):
+        assert re.search(rf"^\s+{command}\s", sub, re.M), command
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("args, flag", [
+    (["stream", "add", "BAD", "--max-age", "5x"], "--max-age"),
+    (["stream", "add", "BAD", "--max-bytes", "10QB"], "--max-bytes"),
+    (["stream", "add", "BAD", "--storage", "tape"], "--storage"),
+    (["consumer", "add", "S", "C", "--ack-wait", "fast"], "--ack-wait"),
+    (["stream", "add", "BAD", "--max-msgs", "-5"], "--max-msgs"),
+    (["consumer", "next", "S", "C", "--timeout", "soon"], "--timeout"),
+    (["pub", "S", "--count", "0"], "--count"),
+    (["pub", "S", "-H", "no-colon"], "--header"),
+    (["--timeout", "x", "account", "info"], "--timeout"),
+    (["--creds", "/nonexistent/user.creds", "account", "info"], "--creds"),
+    (["stream", "ls", "--bogus"], "--bogus"),
+    (["stream"], "required"),
+    (["launch"], "invalid choice"),
+    (["stream", "add", "a.b"], "name 'a.b' is invalid"),
+    (["stream", "get", "S"], "SEQ or --last-for"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_bad_flags_and_values_give_one_error_line_naming_them_and_exit_2(nats_server, args, flag):
+    fails(cli(*args, server=nats_server), 2, re.escape(flag))
+
+
+# --- connecting -------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_an_unreachable_server_exits_4_promptly():
+    started = time.monotonic()
+    fails(cli("-s", unused_url(), "account", "info"), 4, "could not connect")
+    assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.timeout(30)
+def test_connection_flags_work_before_and_after_the_command_and_nats_url_is_the_default(nats_server):
+    nowhere = unused_url()
+    before = as_json(cli("-s", nats_server.url, "--json", "account", "info", server=nowhere))
+    after = as_json(cli("account", "info", "--json", "-s", nats_server.url, server=nowhere))
+    from_env = as_json(cli("account", "info", "--json", server=nats_server))
+    for doc in (before, after, from_env):
+        assert {"memory", "storage", "streams", "consumers", "limits"} <= doc.keys()
+
+
+@pytest.mark.timeout(30)
+def test_verbose_logs_the_connection_to_stderr_and_the_default_is_quiet(nats_server):
+    quiet = cli("account", "info", server=nats_server)
+    assert ok(quiet).startswith("Connected to:")
+    loud = cli("-v", "account", "info", server=nats_server)
+    assert loud.returncode == 0
+    assert f"INFO jetstream_sync.cli._session: connecting to {nats_server.url}" in loud.stderr
+    assert "DEBUG" not in loud.stderr
+
+
+@pytest.mark.timeout(30)
+def test_ctrl_c_during_a_blocking_pull_exits_130_with_one_line(js, nats_server):
+    js.create_stream(name="CLI_INTR", subjects=["cli.intr"], storage="memory")
+    consumer = js.create_consumer("CLI_INTR", durable_name="waiter")
+    proc = subprocess.Popen([str(CLI), "consumer", "next", "CLI_INTR", "waiter", "--timeout", "60s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(nats_server))
+    try:
+        wait_for(lambda: consumer.info().num_waiting >= 1, timeout=10, what="the CLI's pull to reach the server")
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert time.monotonic() - started < 3.0
+    assert err.splitlines() == [f"{ERROR}interrupted"] and out == ""
+
+
+# --- demo -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.timeout(60)
@@ -19,13 +176,24 @@ def test_demo_runs_against_a_given_server(nats_server, capsys):
 @pytest.mark.timeout(90)
 def test_demo_starts_and_stops_an_embedded_server_as_a_console_command():
     proc = subprocess.run([sys.executable, "-m", "jetstream_sync", "demo"], capture_output=True, text=True,
-                          timeout=80)
+                          timeout=80, env=cli_env())
     assert proc.returncode == 0, proc.stderr
     assert "started an embedded nats-server" in proc.stdout
     assert "stopped the embedded nats-server" in proc.stdout
 
 
+@pytest.mark.timeout(60)
+def test_demo_console_script_uses_the_server_flag_and_shows_progress_when_asked(nats_server):
+    proc = cli("-s", nats_server.url, "demo", "--count", "64", "--progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "started an embedded" not in proc.stdout
+    assert "published 64 orders" in proc.stdout and "closed the client" in proc.stdout
+    assert "64/64" in proc.stderr  # the tqdm bar, on stderr only
+    with jss.connect(nats_server.url) as client:
+        assert "ORDERS" not in list(client.jetstream().stream_names())  # the demo cleans up after itself
+
+
 def test_demo_rejects_a_too_small_count(capsys):
-    with pytest.raises(SystemExit):
-        main(["demo", "--count", "3"])
-    assert "--count" in capsys.readouterr().err
+    assert main(["demo", "--count", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"{ERROR}demo: argument --count: invalid value '3': expected an integer >= 32"]

@@ -1,0 +1,338 @@
+# ``jetstream-sync consumer add|ls|info|next|rm``: consumer management and pulling messages.
+# Config flags write to dest "cfg.<field>" (default SUPPRESS), as in stream.py; `next` pulls
+# with one fetch and acks what it printed, unless --no-ack.
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import attrs
+
+import jetstream_sync as jss
+
+from ._args import (
+    UsageError,
+    common_options,
+    config_fields,
+    config_flag,
+    duration,
+    duration_list,
+    file_path,
+    int_at_least,
+    key_value,
+    limit,
+    size,
+    split_list,
+    time_ago,
+    time_ahead,
+)
+from ._errors import NotFound
+from ._output import (
+    Output,
+    as_dict,
+    fmt_age,
+    fmt_bool,
+    fmt_duration,
+    fmt_int,
+    fmt_limit,
+    fmt_time,
+    message_dict,
+    print_message,
+)
+from ._session import Session
+
+__all__ = ["register"]
+
+_DELIVER = ["all", "last", "new", "last_per_subject", "by_start_sequence", "by_start_time"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``consumer`` command and its subcommands to ``sub`` (a sub-parsers action)."""
+    p = sub.add_parser("consumer", parents=[common], help="manage consumers and pull messages",
+                       description="Create, inspect and delete consumers; pull messages with `next`.")
+    cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+
+    add = cmds.add_parser("add", parents=[common], help="create a consumer",
+                          description="Create a pull consumer. NAME makes it durable; without NAME (or with "
+                                      "--ephemeral) the server removes it after --inactive-threshold.")
+    add.add_argument("stream", metavar="STREAM")
+    add.add_argument("consumer", metavar="NAME", nargs="?", help="durable name (may come from --config)")
+    add.add_argument("--ephemeral", action="store_true", help="NAME names an ephemeral consumer, not a durable")
+    add.add_argument("--config", metavar="FILE", type=file_path,
+                     help="JSON consumer config as the server takes it (durations in ns); flags override it")
+    _config_flags(add)
+    add.set_defaults(handler=cmd_add)
+
+    ls = cmds.add_parser("ls", parents=[common], help="list a stream's consumers")
+    ls.add_argument("stream", metavar="STREAM")
+    ls.add_argument("--names", action="store_true", help="names only")
+    ls.set_defaults(handler=cmd_ls)
+
+    info = cmds.add_parser("info", parents=[common], help="show a consumer's config and progress")
+    info.add_argument("stream", metavar="STREAM")
+    info.add_argument("consumer", metavar="NAME")
+    info.set_defaults(handler=cmd_info)
+
+    # `next` has its own --timeout (how long to wait for messages); the request timeout
+    # stays available before the command name: `jetstream-sync --timeout 2s consumer next ...`.
+    nxt = cmds.add_parser("next", parents=[common_options(request_timeout=False)], help="pull messages",
+                          description="Pull up to --count messages with one request, print them and ack "
+                                      "them (unless --no-ack). Exit 3 when none arrives within --timeout.")
+    nxt.add_argument("stream", metavar="STREAM")
+    nxt.add_argument("consumer", metavar="NAME")
+    nxt.add_argument("--count", type=int_at_least(1), default=1, metavar="N", help="messages to pull (default 1)")
+    nxt.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
+                     help="acknowledge each message printed (default: --ack)")
+    nxt.add_argument("--timeout", dest="wait", type=duration, default=5.0, metavar="DURATION",
+                     help="how long to wait for messages (default 5s)")
+    nxt.set_defaults(handler=cmd_next)
+
+    rm = cmds.add_parser("rm", parents=[common], help="delete a consumer (no prompt)")
+    rm.add_argument("stream", metavar="STREAM")
+    rm.add_argument("consumer", metavar="NAME")
+    rm.set_defaults(handler=cmd_rm)
+
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("consumer config (only the flags given are set)")
+    config_flag(g, "--filter", field="filter_subjects", type=split_list, action="extend", metavar="SUBJECT",
+         help="only messages on these subjects; repeat or comma-separate")
+    config_flag(g, "--description", field="description", metavar="TEXT")
+    config_flag(g, "--deliver", field="deliver_policy", type=lambda s: s.replace("-", "_"), choices=_DELIVER,
+         help="where to start (default all); --start-seq/--start-time imply by_start_sequence/by_start_time")
+    config_flag(g, "--start-seq", field="opt_start_seq", type=int_at_least(1), metavar="SEQ",
+         help="start at this stream sequence")
+    config_flag(g, "--start-time", field="opt_start_time", type=time_ago, metavar="TIME",
+         help="start at this RFC 3339 time, or this long ago (e.g. 1h)")
+    config_flag(g, "--ack", field="ack_policy", choices=["explicit", "all", "none"], help="ack policy (default explicit)")
+    config_flag(g, "--ack-wait", field="ack_wait", type=duration, metavar="DURATION",
+         help="redeliver when not acked within this (e.g. 30s)")
+    config_flag(g, "--max-deliver", field="max_deliver", type=int_at_least(-1), metavar="N", help="-1 for unlimited")
+    config_flag(g, "--max-ack-pending", field="max_ack_pending", type=limit, metavar="N", help="-1 for unlimited")
+    config_flag(g, "--max-waiting", field="max_waiting", type=limit, metavar="N", help="max pull requests waiting")
+    config_flag(g, "--replay", field="replay_policy", choices=["instant", "original"])
+    config_flag(g, "--backoff", field="backoff", type=duration_list, action="extend", metavar="DURATIONS",
+         help="redelivery delays, e.g. 1s,5s,30s")
+    config_flag(g, "--inactive-threshold", field="inactive_threshold", type=duration, metavar="DURATION",
+         help="remove the consumer after this long without activity")
+    config_flag(g, "--max-batch", field="max_batch", type=limit, metavar="N", help="max messages one pull may ask for")
+    config_flag(g, "--max-expires", field="max_expires", type=duration, metavar="DURATION",
+         help="max expiry one pull may ask for")
+    config_flag(g, "--max-pull-bytes", field="max_bytes", type=size, metavar="SIZE", help="max bytes one pull may ask for")
+    config_flag(g, "--headers-only", field="headers_only", action="store_const", const=True,
+         help="deliver headers only (with Nats-Msg-Size)")
+    config_flag(g, "--replicas", field="num_replicas", type=int_at_least(0), metavar="N",
+         help="replicas of the consumer state (0: as the stream)")
+    config_flag(g, "--memory", field="mem_storage", action="store_const", const=True, help="keep the state in memory")
+    config_flag(g, "--metadata", field="metadata", type=key_value, action="append", metavar="KEY=VALUE",
+         help="user metadata; repeat for more")
+    config_flag(g, "--sample-freq", field="sample_freq", metavar="PERCENT", help="ack sampling, e.g. 100%%")
+    config_flag(g, "--pause-until", field="pause_until", type=time_ahead, metavar="TIME",
+         help="deliver nothing until this RFC 3339 time, or for this long (e.g. 10m)")
+
+
+def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
+    try:
+        return js.consumer(stream, name)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {stream!r} not found") from None
+    except jss.ConsumerNotFoundError:
+        raise NotFound(f"consumer {name!r} not found on stream {stream!r}") from None
+
+
+def _from_file(path: str) -> jss.ConsumerConfig:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--config: {path!r} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {path!r}: {exc.strerror}") from None
+    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
+        doc = doc["config"]  # a whole `consumer info --json` document
+    if not isinstance(doc, dict):
+        raise UsageError(f"--config: {path!r} must hold a JSON object")
+    try:
+        return jss.ConsumerConfig.from_response(doc)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--config: {exc}") from None
+
+
+def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
+    """The ConsumerConfig from --config, NAME and the config flags (flags win)."""
+    fields = config_fields(args)
+    filters = fields.pop("filter_subjects", None)
+    if filters is not None:
+        if len(filters) == 1:
+            fields["filter_subject"], fields["filter_subjects"] = filters[0], None
+        else:
+            fields["filter_subject"], fields["filter_subjects"] = None, filters
+    if "opt_start_seq" in fields:
+        fields.setdefault("deliver_policy", "by_start_sequence")
+    if "opt_start_time" in fields:
+        fields.setdefault("deliver_policy", "by_start_time")
+    if args.consumer is not None:  # NAME wins over a name in --config
+        durable = None if args.ephemeral else args.consumer
+        fields.update(name=args.consumer if args.ephemeral else None, durable_name=durable)
+    elif args.ephemeral:
+        fields.update(durable_name=None)
+    base = _from_file(args.config) if args.config else jss.ConsumerConfig()
+    return attrs.evolve(base, **fields)
+
+
+def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer add STREAM [NAME] [flags]``: create a consumer; prints its info."""
+    cfg = build_config(args)
+    try:
+        consumer = session.js().create_consumer(args.stream, cfg)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {args.stream!r} not found") from None
+    if out.json:
+        out.emit(as_dict(consumer.cached_info))
+    else:
+        out.line(f"created consumer {consumer.name} on stream {consumer.stream_name}")
+        show_info(out, consumer.cached_info)
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer ls STREAM [--names]``: a table of the stream's consumers (or a JSON list)."""
+    js = session.js()
+    try:
+        if args.names:
+            names = sorted(js.consumer_names(args.stream))
+        else:
+            infos = sorted(js.consumers(args.stream), key=lambda i: i.name)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {args.stream!r} not found") from None
+    if args.names:
+        if out.json:
+            out.emit(names)
+        else:
+            for name in names:
+                out.line(name)
+        return 0
+    if out.json:
+        out.emit([as_dict(i) for i in infos])
+        return 0
+    if not infos:
+        out.line(f"no consumers on stream {args.stream}")
+        return 0
+    out.table(
+        ["NAME", "FILTER", "ACK", "DELIVERED", "ACK FLOOR", "PENDING", "ACK PENDING", "REDELIVERED", "LAST DELIVERY"],
+        [[i.name, _filters(i.config) or "-", str(i.config.ack_policy), fmt_int(i.delivered.stream_seq),
+          fmt_int(i.ack_floor.stream_seq), fmt_int(i.num_pending), fmt_int(i.num_ack_pending),
+          fmt_int(i.num_redelivered), fmt_age(i.delivered.last_active) or "-"] for i in infos])
+    return 0
+
+
+def _filters(c: jss.ConsumerConfig) -> str:
+    return ", ".join(c.filter_subjects or ([c.filter_subject] if c.filter_subject else []))
+
+
+def show_info(out: Output, info: jss.ConsumerInfo) -> None:
+    """Print a consumer's info as key/value blocks."""
+    c = info.config
+    start = None
+    if c.opt_start_seq:
+        start = f"sequence {c.opt_start_seq}"
+    elif c.opt_start_time:
+        start = fmt_time(c.opt_start_time)
+    out.block(None, [("Consumer", info.name), ("Stream", info.stream_name), ("Created", fmt_time(info.created)),
+                     ("Durable", fmt_bool(bool(c.durable_name))), ("Description", c.description)])
+    out.line()
+    out.block("Configuration:", [
+        ("Filter", _filters(c) or None),
+        ("Deliver policy", str(c.deliver_policy)),
+        ("Start", start),
+        ("Ack policy", str(c.ack_policy)),
+        ("Ack wait", fmt_duration(c.ack_wait) if c.ack_policy is not jss.AckPolicy.NONE else None),
+        ("Max deliver", fmt_limit(c.max_deliver)),
+        ("Backoff", ", ".join(fmt_duration(b) for b in c.backoff) if c.backoff else None),
+        ("Max ack pending", fmt_limit(c.max_ack_pending)),
+        ("Max waiting", fmt_limit(c.max_waiting)),
+        ("Replay policy", str(c.replay_policy)),
+        ("Inactive threshold", fmt_duration(c.inactive_threshold) if c.inactive_threshold else None),
+        ("Max batch", fmt_limit(c.max_batch) if c.max_batch else None),
+        ("Max expires", fmt_duration(c.max_expires) if c.max_expires else None),
+        ("Max pull bytes", fmt_limit(c.max_bytes, "bytes") if c.max_bytes else None),
+        ("Headers only", "true" if c.headers_only else None),
+        ("Replicas", c.num_replicas or None),
+        ("Memory storage", "true" if c.mem_storage else None),
+        ("Paused until", fmt_time(c.pause_until) if c.pause_until else None),
+        ("Metadata", ", ".join(f"{k}={v}" for k, v in sorted((c.metadata or {}).items())
+                               if not k.startswith("_nats.")) or None),
+    ])
+    out.line()
+    out.block("State:", [
+        ("Last delivered", f"stream seq {fmt_int(info.delivered.stream_seq)}, "
+                           f"consumer seq {fmt_int(info.delivered.consumer_seq)}"),
+        ("Ack floor", f"stream seq {fmt_int(info.ack_floor.stream_seq)}, "
+                      f"consumer seq {fmt_int(info.ack_floor.consumer_seq)}"),
+        ("Pending", fmt_int(info.num_pending)),
+        ("Ack pending", fmt_int(info.num_ack_pending)),
+        ("Redelivered", fmt_int(info.num_redelivered)),
+        ("Waiting pulls", fmt_int(info.num_waiting)),
+        ("Paused", "true" if info.paused else None),
+    ])
+
+
+def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer info STREAM NAME``: config and progress (``--json``: the ConsumerInfo)."""
+    info = _consumer(session.js(), args.stream, args.consumer).cached_info
+    if out.json:
+        out.emit(as_dict(info))
+    else:
+        show_info(out, info)
+    return 0
+
+
+def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer next STREAM NAME [--count N] [--no-ack] [--timeout D]``: pull, print, ack.
+
+    One pull request for ``--count`` messages that waits at most ``--timeout``. Exit 0 when
+    at least one message arrived, 3 (with an error line) when none did.
+    """
+    consumer = _consumer(session.js(), args.stream, args.consumer)
+    can_ack = args.ack and consumer.cached_info.config.ack_policy is not jss.AckPolicy.NONE
+    docs: list[dict[str, Any]] = []
+    received = 0
+    for msg in consumer.fetch(max_messages=args.count, expires=args.wait):
+        received += 1
+        md = msg.metadata
+        if can_ack:
+            msg.ack()
+        if out.json:
+            docs.append(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
+                                     consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
+                                     pending=md.num_pending, time=md.timestamp, acked=can_ack,
+                                     subject=msg.subject, data=msg.data, headers=msg.headers))
+        else:
+            print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data,
+                          md.timestamp, extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
+    if can_ack and received:
+        session.client().flush()  # the acks have reached the server before we report them
+    if received == 0:
+        raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
+    if out.json:
+        out.emit(docs)
+    elif can_ack:
+        out.line(f"acked {received} message{'s' * (received != 1)}")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer rm STREAM NAME``: delete the consumer at once (no prompt)."""
+    try:
+        session.js().delete_consumer(args.stream, args.consumer)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {args.stream!r} not found") from None
+    except jss.ConsumerNotFoundError:
+        raise NotFound(f"consumer {args.consumer!r} not found on stream {args.stream!r}") from None
+    if out.json:
+        out.emit({"stream": args.stream, "consumer": args.consumer, "deleted": True})
+    else:
+        out.line(f"deleted consumer {args.consumer} from stream {args.stream}")
+    return 0

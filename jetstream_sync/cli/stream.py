@@ -1,0 +1,424 @@
+# ``jetstream-sync stream add|ls|info|edit|cp|purge|rmm|get|rm``: stream management.
+# Every config flag writes to dest "cfg.<field>" with default SUPPRESS, so `edit` and `cp`
+# change exactly the fields given and keep the rest of the server's config.
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import attrs
+
+import jetstream_sync as jss
+
+from ._args import (
+    UsageError,
+    config_fields,
+    config_flag,
+    duration,
+    file_path,
+    int_at_least,
+    key_value,
+    limit,
+    merge_nested,
+    size,
+    split_list,
+)
+from ._output import (
+    Output,
+    as_dict,
+    fmt_age,
+    fmt_bool,
+    fmt_duration,
+    fmt_int,
+    fmt_limit,
+    fmt_size,
+    fmt_time,
+    message_dict,
+    print_message,
+)
+from ._errors import NotFound
+from ._session import Session
+
+__all__ = ["register"]
+
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``stream`` command and its subcommands to ``sub`` (a sub-parsers action)."""
+    p = sub.add_parser("stream", parents=[common], help="manage streams",
+                       description="Create, inspect, change and delete streams; read and delete messages.")
+    cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
+
+    add = cmds.add_parser("add", parents=[common], help="create a stream",
+                          description="Create a stream from flags and/or a JSON config file. Creating a stream "
+                                      "that exists with the same config succeeds; with another config it fails.")
+    add.add_argument("stream", metavar="NAME", nargs="?", help="stream name (may come from --config)")
+    add.add_argument("--config", metavar="FILE", type=file_path,
+                     help="JSON stream config as the server takes it (durations in ns); flags override it")
+    _config_flags(add)
+    add.set_defaults(handler=cmd_add)
+
+    ls = cmds.add_parser("ls", parents=[common], help="list streams")
+    ls.add_argument("--subject", help="only streams capturing this subject")
+    ls.add_argument("--names", action="store_true", help="names only")
+    ls.set_defaults(handler=cmd_ls)
+
+    info = cmds.add_parser("info", parents=[common], help="show a stream's config and state")
+    info.add_argument("stream", metavar="NAME")
+    info.set_defaults(handler=cmd_info)
+
+    edit = cmds.add_parser("edit", parents=[common], help="change a stream's config",
+                           description="Change only the fields given; everything else is kept as the server has it.")
+    edit.add_argument("stream", metavar="NAME")
+    edit.add_argument("--config", metavar="FILE", type=file_path,
+                      help="JSON with the fields to change (server spelling); flags override it")
+    _config_flags(edit)
+    edit.set_defaults(handler=cmd_edit)
+
+    cp = cmds.add_parser("cp", parents=[common], help="copy a stream's config to a new stream",
+                         description="Create DEST with SOURCE's config (not its messages); flags override fields. "
+                                     "Give --subjects unless the copy should share no subjects with the source.")
+    cp.add_argument("source", metavar="SOURCE")
+    cp.add_argument("stream", metavar="DEST")
+    _config_flags(cp)
+    cp.set_defaults(handler=cmd_cp)
+
+    purge = cmds.add_parser("purge", parents=[common], help="remove messages",
+                            description="Remove every message, or those on --subject, below --seq, "
+                                        "or all but the last --keep.")
+    purge.add_argument("stream", metavar="NAME")
+    purge.add_argument("--subject", help="only messages on this subject (wildcards allowed)")
+    which = purge.add_mutually_exclusive_group()
+    which.add_argument("--seq", type=int_at_least(1), help="remove messages below this sequence")
+    which.add_argument("--keep", type=int_at_least(0), help="keep this many of the newest messages")
+    purge.set_defaults(handler=cmd_purge)
+
+    rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
+    rmm.add_argument("stream", metavar="NAME")
+    rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1))
+    rmm.add_argument("--erase", action="store_true", help="overwrite it on disk too")
+    rmm.set_defaults(handler=cmd_rmm)
+
+    get = cmds.add_parser("get", parents=[common], help="read one message",
+                          description="Read the message at SEQ, or the last one on --last-for SUBJECT.")
+    get.add_argument("stream", metavar="NAME")
+    get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1))
+    get.add_argument("--last-for", metavar="SUBJECT", help="the last message on this subject")
+    get.set_defaults(handler=cmd_get)
+
+    rm = cmds.add_parser("rm", parents=[common], help="delete a stream (no prompt)",
+                         description="Delete the stream, its messages and its consumers, at once.")
+    rm.add_argument("stream", metavar="NAME")
+    rm.set_defaults(handler=cmd_rm)
+
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("stream config (only the flags given are set)")
+    config_flag(g, "--subjects", field="subjects", type=split_list, action="extend", metavar="SUBJECT",
+         help="subjects to store, wildcards allowed; repeat or comma-separate")
+    config_flag(g, "--description", field="description", metavar="TEXT")
+    config_flag(g, "--storage", field="storage", choices=["file", "memory"])
+    config_flag(g, "--retention", field="retention", choices=["limits", "interest", "workqueue"])
+    config_flag(g, "--replicas", field="num_replicas", type=int_at_least(1), metavar="N")
+    config_flag(g, "--max-msgs", field="max_msgs", type=limit, metavar="N", help="-1 for unlimited")
+    config_flag(g, "--max-bytes", field="max_bytes", type=size, metavar="SIZE", help="e.g. 1GiB; -1 for unlimited")
+    config_flag(g, "--max-age", field="max_age", type=duration, metavar="DURATION", help="e.g. 24h; 0 for unlimited")
+    config_flag(g, "--max-msg-size", field="max_msg_size", type=size, metavar="SIZE", help="-1 for unlimited")
+    config_flag(g, "--max-msgs-per-subject", field="max_msgs_per_subject", type=limit, metavar="N",
+         help="-1 for unlimited")
+    config_flag(g, "--max-consumers", field="max_consumers", type=limit, metavar="N", help="-1 for unlimited")
+    config_flag(g, "--discard", field="discard", choices=["old", "new"], help="what a full stream discards")
+    config_flag(g, "--discard-new-per-subject", field="discard_new_per_subject", action=argparse.BooleanOptionalAction,
+         help="with --discard new: refuse new messages per subject")
+    config_flag(g, "--dupe-window", "--duplicate-window", field="duplicate_window", type=duration, metavar="DURATION",
+         help="how long Nats-Msg-Id duplicates are detected, e.g. 2m")
+    config_flag(g, "--allow-rollup", field="allow_rollup_hdrs", action=argparse.BooleanOptionalAction,
+         help="allow the Nats-Rollup header")
+    config_flag(g, "--deny-delete", field="deny_delete", action=argparse.BooleanOptionalAction,
+         help="forbid deleting messages")
+    config_flag(g, "--deny-purge", field="deny_purge", action=argparse.BooleanOptionalAction, help="forbid purging")
+    config_flag(g, "--allow-direct", field="allow_direct", action=argparse.BooleanOptionalAction,
+         help="answer direct gets from any replica")
+    config_flag(g, "--no-ack", field="no_ack", action="store_const", const=True, help="do not acknowledge publishes")
+    config_flag(g, "--ack", field="no_ack", action="store_const", const=False, help="acknowledge publishes (default)")
+    config_flag(g, "--compression", field="compression", choices=["none", "s2"], help="on-disk compression")
+    config_flag(g, "--first-seq", field="first_seq", type=int_at_least(1), metavar="N", help="first sequence number")
+    config_flag(g, "--allow-msg-ttl", field="allow_msg_ttl", action=argparse.BooleanOptionalAction,
+         help="honour per-message TTLs (Nats-TTL header)")
+    config_flag(g, "--subject-delete-marker-ttl", field="subject_delete_marker_ttl", type=duration, metavar="DURATION")
+    config_flag(g, "--sealed", field="sealed", action="store_const", const=True,
+         help="accept no more messages or deletes (cannot be undone)")
+    config_flag(g, "--metadata", field="metadata", type=key_value, action="append", metavar="KEY=VALUE",
+         help="user metadata; repeat for more")
+    config_flag(g, "--mirror", field="mirror.name", metavar="STREAM", help="mirror this stream")
+    config_flag(g, "--source", field="sources", type=split_list, action="extend", metavar="STREAM",
+         help="source messages from these streams; repeat or comma-separate")
+    config_flag(g, "--placement-cluster", field="placement.cluster", metavar="CLUSTER")
+    config_flag(g, "--placement-tags", field="placement.tags", type=split_list, action="extend", metavar="TAG")
+    config_flag(g, "--republish-source", field="republish.src", metavar="SUBJECT")
+    config_flag(g, "--republish-destination", field="republish.dest", metavar="SUBJECT")
+    config_flag(g, "--republish-headers-only", field="republish.headers_only", action="store_const", const=True)
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    fields = config_fields(args)
+    if "sources" in fields:
+        fields["sources"] = [{"name": n} for n in fields["sources"]]
+    return fields
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--config: {path!r} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {path!r}: {exc.strerror}") from None
+    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
+        doc = doc["config"]  # a whole `stream info --json` document
+    if not isinstance(doc, dict):
+        raise UsageError(f"--config: {path!r} must hold a JSON object")
+    return doc
+
+
+def _stream(js: jss.JetStream, name: str) -> jss.Stream:
+    try:
+        return js.stream(name)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {name!r} not found") from None
+
+
+def _print_created(out: Output, verb: str, stream: jss.Stream) -> None:
+    if out.json:
+        out.emit(as_dict(stream.cached_info))
+    else:
+        out.line(f"{verb} stream {stream.name}")
+        show_info(out, stream.cached_info)
+
+
+def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream add NAME [--config FILE] [flags]``: create a stream; prints its info."""
+    fields = _given(args)
+    doc = _read_config(args.config) if args.config else {}
+    name = args.stream or doc.get("name")
+    if not name:
+        raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
+    if doc:
+        try:
+            base = jss.StreamConfig.from_response({**doc, "name": name})
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--config: {exc}") from None
+        for key in ("mirror", "placement", "republish"):
+            if isinstance(fields.get(key), dict):
+                fields[key] = merge_nested(getattr(base, key), fields[key])
+        cfg = attrs.evolve(base, **fields)
+    else:
+        cfg = jss.StreamConfig(name=name, **fields)
+    stream = session.js().create_stream(cfg)
+    _print_created(out, "created", stream)
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream edit NAME [flags]``: change only the given fields; prints the new info."""
+    fields = _given(args)
+    if args.config:
+        file_fields = _read_config(args.config)
+        file_fields.pop("name", None)
+    else:
+        file_fields = {}
+    if not fields and not file_fields:
+        raise UsageError("stream edit: nothing to change: give at least one config flag or --config")
+    js = session.js()
+    current = _stream(js, args.stream).cached_info.config
+    if file_fields:
+        try:
+            merged = jss.StreamConfig.from_response({**as_dict(current), **file_fields})
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--config: {exc}") from None
+    else:
+        merged = current
+    for key in ("mirror", "placement", "republish"):
+        if isinstance(fields.get(key), dict):
+            fields[key] = merge_nested(getattr(merged, key), fields[key])
+    cfg = attrs.evolve(merged, **fields)
+    try:
+        stream = js.update_stream(cfg)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {args.stream!r} not found") from None
+    _print_created(out, "updated", stream)
+    return 0
+
+
+def cmd_cp(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream cp SOURCE DEST [flags]``: create DEST with SOURCE's config; prints DEST's info."""
+    js = session.js()
+    source = _stream(js, args.source).cached_info.config
+    fields = _given(args)
+    for key in ("mirror", "placement", "republish"):
+        if isinstance(fields.get(key), dict):
+            fields[key] = merge_nested(getattr(source, key), fields[key])
+    # The server's own metadata (_nats.*) describes the source, not the copy.
+    metadata = {k: v for k, v in (source.metadata or {}).items() if not k.startswith("_nats.")}
+    cfg = attrs.evolve(source, name=args.stream, metadata=metadata or None, sealed=None)
+    cfg = attrs.evolve(cfg, **fields)
+    stream = js.create_stream(cfg)
+    _print_created(out, "created", stream)
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream ls [--subject S] [--names]``: a table of streams (or a JSON list)."""
+    js = session.js()
+    if args.names:
+        names = sorted(js.stream_names(args.subject))
+        if out.json:
+            out.emit(names)
+        else:
+            for name in names:
+                out.line(name)
+        return 0
+    infos = sorted(js.streams(args.subject), key=lambda i: i.config.name)
+    if out.json:
+        out.emit([as_dict(i) for i in infos])
+        return 0
+    if not infos:
+        out.line("no streams")
+        return 0
+    out.table(
+        ["NAME", "SUBJECTS", "STORAGE", "REPLICAS", "MESSAGES", "BYTES", "CONSUMERS", "LAST MESSAGE"],
+        [[i.config.name, ",".join(i.config.subjects or []) or "-", str(i.config.storage),
+          i.config.num_replicas, fmt_int(i.state.messages), fmt_size(i.state.bytes),
+          i.state.consumer_count, fmt_age(i.state.last_ts) or "-"] for i in infos])
+    return 0
+
+
+def show_info(out: Output, info: jss.StreamInfo) -> None:
+    """Print a stream's info as key/value blocks."""
+    c, s = info.config, info.state
+    out.block(None, [("Stream", c.name), ("Created", fmt_time(info.created)),
+                     ("Description", c.description), ("Domain", info.domain)])
+    out.line()
+    rows: list[tuple[str, Any]] = [
+        ("Subjects", ", ".join(c.subjects or []) or None),
+        ("Storage", str(c.storage)),
+        ("Retention", str(c.retention)),
+        ("Replicas", c.num_replicas),
+        ("Discard", str(c.discard)),
+        ("Max messages", fmt_limit(c.max_msgs)),
+        ("Max bytes", fmt_limit(c.max_bytes, "bytes")),
+        ("Max age", fmt_duration(c.max_age, zero="unlimited")),
+        ("Max message size", fmt_limit(c.max_msg_size, "bytes")),
+        ("Max msgs per subject", fmt_limit(c.max_msgs_per_subject)),
+        ("Max consumers", fmt_limit(c.max_consumers)),
+        ("Duplicate window", fmt_duration(c.duplicate_window)),
+        ("Compression", str(c.compression) if c.compression else None),
+        ("Allow rollup", fmt_bool(c.allow_rollup_hdrs)),
+        ("Allow direct", fmt_bool(c.allow_direct)),
+        ("Deny delete", fmt_bool(c.deny_delete)),
+        ("Deny purge", fmt_bool(c.deny_purge)),
+        ("No ack", fmt_bool(c.no_ack) if c.no_ack else None),
+        ("Sealed", "true" if c.sealed else None),
+        ("Allow msg TTL", "true" if c.allow_msg_ttl else None),
+        ("Mirror", c.mirror.name if c.mirror else None),
+        ("Sources", ", ".join(src.name for src in c.sources) if c.sources else None),
+        ("Placement", _placement(c.placement)),
+        ("Republish", f"{c.republish.src or '>'} -> {c.republish.dest}" if c.republish else None),
+        ("Metadata", ", ".join(f"{k}={v}" for k, v in sorted((c.metadata or {}).items())
+                               if not k.startswith("_nats.")) or None),
+    ]
+    out.block("Configuration:", rows)
+    out.line()
+    out.block("State:", [
+        ("Messages", fmt_int(s.messages)),
+        ("Bytes", fmt_size(s.bytes)),
+        ("First sequence", _seq_at(s.first_seq, s.first_ts)),
+        ("Last sequence", _seq_at(s.last_seq, s.last_ts)),
+        ("Deleted messages", fmt_int(s.num_deleted or 0)),
+        ("Subjects", fmt_int(s.num_subjects or 0)),
+        ("Consumers", fmt_int(s.consumer_count or 0)),
+    ])
+    if info.cluster is not None and (info.cluster.replicas or info.cluster.name):
+        out.line()
+        out.block("Cluster:", [("Name", info.cluster.name), ("Leader", info.cluster.leader),
+                               ("Replicas", ", ".join(r.name or "?" for r in info.cluster.replicas or []) or None)])
+
+
+def _placement(p: Any) -> str | None:
+    if p is None or (not p.cluster and not p.tags):
+        return None
+    return ", ".join(filter(None, [f"cluster {p.cluster}" if p.cluster else "",
+                                   f"tags {','.join(p.tags)}" if p.tags else ""]))
+
+
+def _seq_at(seq: int | None, ts: Any) -> str:
+    return f"{fmt_int(seq or 0)} @ {fmt_time(ts)}" if ts else fmt_int(seq or 0)
+
+
+def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream info NAME``: config and state (``--json``: the StreamInfo as the server sends it)."""
+    info = _stream(session.js(), args.stream).cached_info
+    if out.json:
+        out.emit(as_dict(info))
+    else:
+        show_info(out, info)
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream purge NAME [--subject S] [--seq N | --keep N]``: prints how many were removed."""
+    stream = _stream(session.js(), args.stream)
+    purged = stream.purge(subject=args.subject, sequence=args.seq, keep=args.keep)
+    if out.json:
+        out.emit({"stream": stream.name, "purged": purged})
+    else:
+        out.line(f"purged {purged:,} message{'s' * (purged != 1)} from stream {stream.name}")
+    return 0
+
+
+def cmd_rmm(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream rmm NAME SEQ [--erase]``: delete one message."""
+    stream = _stream(session.js(), args.stream)
+    try:
+        stream.delete_msg(args.seq, erase=args.erase)
+    except jss.MessageNotFoundError:
+        raise NotFound(f"no message {args.seq} in stream {stream.name!r}") from None
+    if out.json:
+        out.emit({"stream": stream.name, "seq": args.seq, "deleted": True})
+    else:
+        out.line(f"deleted message {args.seq} from stream {stream.name}")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream get NAME SEQ`` or ``stream get NAME --last-for SUBJECT``: print one message."""
+    if (args.seq is None) == (args.last_for is None):
+        raise UsageError("stream get: give either SEQ or --last-for SUBJECT")
+    stream = _stream(session.js(), args.stream)
+    try:
+        msg = stream.get_msg(args.seq) if args.seq is not None else stream.get_last_msg(args.last_for)
+    except jss.MessageNotFoundError:
+        where = f"at sequence {args.seq}" if args.seq is not None else f"on subject {args.last_for!r}"
+        raise NotFound(f"no message {where} in stream {stream.name!r}") from None
+    if out.json:
+        out.emit(message_dict(stream=stream.name, seq=msg.seq, time=msg.time, subject=msg.subject,
+                              data=msg.data, headers=msg.headers))
+    else:
+        print_message(out, f"{stream.name} #{msg.seq}", msg.subject, msg.headers, msg.data, msg.time)
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream rm NAME``: delete the stream at once (no prompt)."""
+    try:
+        session.js().delete_stream(args.stream)
+    except jss.StreamNotFoundError:
+        raise NotFound(f"stream {args.stream!r} not found") from None
+    if out.json:
+        out.emit({"stream": args.stream, "deleted": True})
+    else:
+        out.line(f"deleted stream {args.stream}")
+    return 0

@@ -1,0 +1,125 @@
+# Charter: `jetstream-sync server` through the real console script (URL first on stdout, serves
+# clients, SIGINT/SIGTERM stop it with exit 0 and no nats-server left behind), and the
+# connection options against a server that requires a user and password (wrong: exit 4).
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+import jetstream_sync as jss
+from jetstream_sync.server import NatsServer
+
+from conftest import wait_for
+from test_cli import CLI, as_json, cli, cli_env, fails
+
+USERS_CONF = """
+authorization {
+  users = [
+    {user: alice, password: "alice-Pw-7f3a9"}
+  ]
+}
+"""
+
+
+def first_line(proc: subprocess.Popen, timeout: float) -> str:
+    """The first stdout line of ``proc``, waiting at most ``timeout`` seconds for it."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"no output within {timeout}s"
+    return proc.stdout.readline()
+
+
+def gone(pid: int) -> bool:
+    """True once no process ``pid`` exists (or only a zombie we cannot reap is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def start_server(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(CLI), "server", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=cli_env())
+
+
+def stop(proc: subprocess.Popen, sig: int) -> tuple[str, str]:
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.mark.timeout(60)
+def test_server_prints_its_url_serves_clients_and_sigint_stops_it_and_its_nats_server(tmp_path):
+    proc = start_server("--json", "--store-dir", str(tmp_path / "store"))
+    try:
+        doc = json.loads(first_line(proc, 20))
+        assert doc["url"].startswith("nats://127.0.0.1:") and doc["store_dir"] == str(tmp_path / "store")
+        with jss.connect(doc["url"]) as client:
+            js = client.jetstream()
+            js.create_stream(name="SERVED", subjects=["served"])
+            assert js.publish("served", b"x").seq == 1
+    finally:
+        out, err = stop(proc, signal.SIGINT)
+    assert proc.returncode == 0, err
+    assert err == "" and out == ""  # nothing after the first line
+    wait_for(lambda: gone(doc["pid"]), timeout=10, what="the nats-server child to exit")
+    assert (tmp_path / "store").is_dir()  # a given store dir is kept
+
+
+@pytest.mark.timeout(60)
+def test_server_first_line_is_the_url_and_sigterm_stops_it():
+    proc = start_server("--no-jetstream")
+    try:
+        url = first_line(proc, 20).strip()
+        assert url.startswith("nats://127.0.0.1:")
+        with jss.connect(url) as client:
+            assert client.is_connected
+        started = time.monotonic()
+    finally:
+        out, err = stop(proc, signal.SIGTERM)
+    assert proc.returncode == 0, err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.timeout(30)
+def test_server_refuses_a_non_loopback_host():
+    fails(cli("server", "--host", "0.0.0.0", timeout=20), 2, "loopback")
+
+
+@pytest.fixture(scope="module")
+def user_server():
+    with NatsServer(config_text=USERS_CONF) as server:
+        yield server
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.security
+def test_a_wrong_password_exits_4_and_the_right_one_works(user_server):
+    started = time.monotonic()
+    line = fails(cli("--user", "alice", "--password", "wrong-password", "account", "info", server=user_server), 4,
+                 "(?i)authorization violation")
+    assert time.monotonic() - started < 5.0
+    assert "wrong-password" not in line
+    fails(cli("account", "info", server=user_server), 4, "(?i)authorization violation")
+    doc = as_json(cli("account", "info", "--json", "--user", "alice", "--password", "alice-Pw-7f3a9",
+                      server=user_server))
+    assert doc["streams"] == 0
+    # Credentials in the URL work too, and never reach the log or the error line, even with -vv.
+    url = user_server.url.replace("nats://", "nats://alice:{}@")
+    assert as_json(cli("-s", url.format("alice-Pw-7f3a9"), "account", "info", "--json"))["streams"] == 0
+    loud = cli("-vv", "-s", url.format("wrong-Pw-000"), "account", "info")
+    assert loud.returncode == 4 and "alice:***@" in loud.stderr and "wrong-Pw-000" not in loud.stderr
+
+
+@pytest.mark.timeout(30)
+def test_server_refuses_the_connection_flag_instead_of_ignoring_it(nats_server):
+    fails(cli("server", "-s", nats_server.url), 2, "-s/--server is for connecting")

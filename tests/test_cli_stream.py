@@ -1,0 +1,162 @@
+# Charter: `jetstream-sync stream add|ls|info|edit|cp|purge|rmm|get|rm` through the real console
+# script against the shared server: human and --json output, config flags landing in the
+# server's config, edit keeping what it was not told to change, not found as exit 3.
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import jetstream_sync as jss
+
+from test_cli import as_json, cli, fails, ok
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = 1_000_000_000
+
+
+def test_add_sets_every_flag_given_and_prints_the_stream_info(js, nats_server):
+    doc = as_json(cli("stream", "add", "CLI_ADD", "--subjects", "cli.add.a,cli.add.b", "--subjects", "cli.add.c",
+                      "--storage", "memory", "--retention", "limits", "--max-msgs", "1000", "--max-bytes", "1MiB",
+                      "--max-age", "1h", "--max-msg-size", "1KB", "--max-msgs-per-subject", "10",
+                      "--discard", "new", "--dupe-window", "2m", "--description", "from the cli",
+                      "--allow-rollup", "--deny-delete", "--no-deny-purge", "--metadata", "team=billing",
+                      "--json", server=nats_server))
+    cfg = doc["config"]
+    assert cfg["name"] == "CLI_ADD"
+    assert cfg["subjects"] == ["cli.add.a", "cli.add.b", "cli.add.c"]
+    assert (cfg["storage"], cfg["retention"], cfg["discard"]) == ("memory", "limits", "new")
+    assert (cfg["max_msgs"], cfg["max_bytes"], cfg["max_msg_size"], cfg["max_msgs_per_subject"]) == \
+        (1000, 1024 * 1024, 1000, 10)
+    assert (cfg["max_age"], cfg["duplicate_window"]) == (3600 * NS, 120 * NS)
+    assert (cfg["allow_rollup_hdrs"], cfg["deny_delete"], cfg["deny_purge"]) == (True, True, False)
+    assert cfg["description"] == "from the cli" and cfg["metadata"]["team"] == "billing"
+    assert doc["state"]["messages"] == 0
+    info = js.stream_info("CLI_ADD")  # what the server really has
+    assert info.config.max_age == 3600.0 and info.config.max_bytes == 1024 * 1024
+
+    human = ok(cli("stream", "add", "CLI_ADD2", "--subjects", "cli.add2", "--storage", "memory", server=nats_server))
+    assert human.startswith("created stream CLI_ADD2\n")
+    assert "Subjects:" in human and "cli.add2" in human and "Storage:              memory" in human
+
+
+def test_add_takes_a_json_config_file_and_flags_override_it(js, nats_server, tmp_path):
+    config = tmp_path / "orders.json"
+    config.write_text(json.dumps({"name": "CLI_FILE", "subjects": ["cli.file.>"], "storage": "memory",
+                                  "max_age": 60 * NS, "max_msgs": 5}))
+    doc = as_json(cli("stream", "add", "--config", str(config), "--max-msgs", "7", "--json", server=nats_server))
+    assert doc["config"]["name"] == "CLI_FILE"
+    assert (doc["config"]["max_age"], doc["config"]["max_msgs"]) == (60 * NS, 7)
+    # A whole `stream info --json` document works as a config too (its "config" part is used).
+    info_file = tmp_path / "info.json"
+    info_file.write_text(ok(cli("stream", "info", "CLI_FILE", "--json", server=nats_server)))
+    copy = as_json(cli("stream", "add", "CLI_FILE2", "--config", str(info_file), "--subjects", "cli.file2",
+                       "--json", server=nats_server))
+    assert (copy["config"]["name"], copy["config"]["max_msgs"]) == ("CLI_FILE2", 7)
+    config.write_text("{not json")
+    fails(cli("stream", "add", "--config", str(config), server=nats_server), 2, "--config: .* is not valid JSON")
+
+
+def test_ls_shows_a_table_names_and_json(js, nats_server):
+    js.create_stream(name="CLI_LS_A", subjects=["cli.ls.a"], storage="memory")
+    js.create_stream(name="CLI_LS_B", subjects=["cli.ls.b"], storage="memory")
+    js.publish("cli.ls.b", b"x")
+    table = ok(cli("stream", "ls", server=nats_server)).splitlines()
+    assert table[0].split()[:3] == ["NAME", "SUBJECTS", "STORAGE"]
+    row = next(line.split() for line in table if line.startswith("CLI_LS_B"))
+    assert row[:5] == ["CLI_LS_B", "cli.ls.b", "memory", "1", "1"]
+    assert as_json(cli("stream", "ls", "--names", "--json", server=nats_server)) == ["CLI_LS_A", "CLI_LS_B"]
+    docs = as_json(cli("stream", "ls", "--subject", "cli.ls.a", "--json", server=nats_server))
+    assert [d["config"]["name"] for d in docs] == ["CLI_LS_A"]
+
+
+def test_info_shows_config_and_state_and_a_missing_stream_exits_3(js, nats_server):
+    js.create_stream(name="CLI_INFO", subjects=["cli.info"], storage="memory", max_age=90.0)
+    js.publish("cli.info", b"hello")
+    human = ok(cli("stream", "info", "CLI_INFO", server=nats_server))
+    assert "Max age:              1m30s" in human
+    assert "Messages:         1" in human
+    doc = as_json(cli("--json", "stream", "info", "CLI_INFO", server=nats_server))
+    assert doc["config"]["max_age"] == 90 * NS and doc["state"]["last_seq"] == 1
+    fails(cli("stream", "info", "CLI_NOPE", server=nats_server), 3, "stream 'CLI_NOPE' not found")
+
+
+def test_edit_changes_only_the_flags_given(js, nats_server):
+    js.create_stream(name="CLI_EDIT", subjects=["cli.edit"], storage="memory", max_age=3600.0,
+                     description="keep me", max_msgs=100)
+    doc = as_json(cli("stream", "edit", "CLI_EDIT", "--max-msgs", "500", "--subjects", "cli.edit,cli.edit2",
+                      "--json", server=nats_server))
+    assert doc["config"]["max_msgs"] == 500
+    cfg = js.stream_info("CLI_EDIT").config
+    assert (cfg.max_msgs, cfg.subjects) == (500, ["cli.edit", "cli.edit2"])
+    assert (cfg.description, cfg.max_age, str(cfg.storage)) == ("keep me", 3600.0, "memory")
+    human = ok(cli("stream", "edit", "CLI_EDIT", "--description", "changed", server=nats_server))
+    assert human.startswith("updated stream CLI_EDIT\n")
+    assert js.stream_info("CLI_EDIT").config.max_msgs == 500
+    fails(cli("stream", "edit", "CLI_EDIT", server=nats_server), 2, "nothing to change")
+    fails(cli("stream", "edit", "CLI_EDIT", "--storage", "file", server=nats_server), 1, "(?i)storage")
+    fails(cli("stream", "edit", "CLI_NOPE", "--max-msgs", "1", server=nats_server), 3, "not found")
+
+
+def test_cp_creates_a_stream_with_the_source_config_and_the_overrides(js, nats_server):
+    js.create_stream(name="CLI_CP_SRC", subjects=["cli.cp.src"], storage="memory", max_msgs=42,
+                     description="original")
+    js.publish("cli.cp.src", b"not copied")
+    doc = as_json(cli("stream", "cp", "CLI_CP_SRC", "CLI_CP_DST", "--subjects", "cli.cp.dst", "--json",
+                      server=nats_server))
+    assert doc["config"]["name"] == "CLI_CP_DST"
+    dst = js.stream_info("CLI_CP_DST")
+    assert (dst.config.subjects, dst.config.max_msgs, dst.config.description) == (["cli.cp.dst"], 42, "original")
+    assert dst.state.messages == 0
+    assert js.stream_info("CLI_CP_SRC").config.subjects == ["cli.cp.src"]
+    fails(cli("stream", "cp", "CLI_CP_NOPE", "CLI_CP_X", server=nats_server), 3, "not found")
+
+
+def test_purge_by_subject_by_keep_and_by_sequence(js, nats_server):
+    js.create_stream(name="CLI_PURGE", subjects=["cli.purge.*"], storage="memory")
+    for i in range(10):
+        js.publish(f"cli.purge.{'a' if i % 2 else 'b'}", b"%d" % i)
+    assert ok(cli("stream", "purge", "CLI_PURGE", "--subject", "cli.purge.a", server=nats_server)) == \
+        "purged 5 messages from stream CLI_PURGE\n"
+    assert as_json(cli("stream", "purge", "CLI_PURGE", "--keep", "2", "--json", server=nats_server)) == \
+        {"stream": "CLI_PURGE", "purged": 3}
+    assert as_json(cli("stream", "purge", "CLI_PURGE", "--seq", "9", "--json", server=nats_server))["purged"] == 1
+    assert js.stream_info("CLI_PURGE").state.messages == 1
+
+
+def test_get_prints_a_message_by_sequence_or_last_for_subject(js, nats_server):
+    js.create_stream(name="CLI_GET", subjects=["cli.get.*"], storage="memory")
+    js.publish("cli.get.text", "héllo", headers={"X-Trace": ["a", "b"]})
+    js.publish("cli.get.bin", b"\xff\x00\x01")
+    js.publish("cli.get.text", b"second")
+    doc = as_json(cli("stream", "get", "CLI_GET", "1", "--json", server=nats_server))
+    assert (doc["stream"], doc["seq"], doc["subject"]) == ("CLI_GET", 1, "cli.get.text")
+    assert (doc["data"], doc["data_encoding"], doc["headers"]) == ("héllo", "utf-8", {"X-Trace": ["a", "b"]})
+    assert doc["time"].endswith("Z")
+    binary = as_json(cli("stream", "get", "CLI_GET", "2", "--json", server=nats_server))
+    assert binary["data_encoding"] == "base64" and base64.b64decode(binary["data"]) == b"\xff\x00\x01"
+    human = ok(cli("stream", "get", "CLI_GET", "--last-for", "cli.get.text", server=nats_server))
+    assert human.startswith("[CLI_GET #3] cli.get.text")
+    assert "\nsecond\n" in human
+    fails(cli("stream", "get", "CLI_GET", "99", server=nats_server), 3, "no message at sequence 99")
+    fails(cli("stream", "get", "CLI_GET", "--last-for", "cli.get.none", server=nats_server), 3, "no message on")
+
+
+def test_rmm_deletes_one_message_and_a_missing_one_exits_3(js, nats_server):
+    js.create_stream(name="CLI_RMM", subjects=["cli.rmm"], storage="memory")
+    for _ in range(3):
+        js.publish("cli.rmm", b"x")
+    assert ok(cli("stream", "rmm", "CLI_RMM", "2", server=nats_server)) == "deleted message 2 from stream CLI_RMM\n"
+    with pytest.raises(jss.MessageNotFoundError):
+        js.stream("CLI_RMM").get_msg(2)
+    fails(cli("stream", "rmm", "CLI_RMM", "2", server=nats_server), 3, "no message 2 in stream 'CLI_RMM'")
+    assert as_json(cli("stream", "rmm", "CLI_RMM", "3", "--erase", "--json", server=nats_server))["deleted"] is True
+
+
+def test_rm_deletes_without_asking_and_a_missing_stream_exits_3(js, nats_server):
+    js.create_stream(name="CLI_RM", subjects=["cli.rm"], storage="memory")
+    assert ok(cli("stream", "rm", "CLI_RM", server=nats_server, input="")) == "deleted stream CLI_RM\n"
+    assert "CLI_RM" not in list(js.stream_names())
+    fails(cli("stream", "rm", "CLI_RM", server=nats_server), 3, "stream 'CLI_RM' not found")
