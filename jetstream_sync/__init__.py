@@ -16,6 +16,8 @@
             msg.ack()
 """
 
+import logging
+
 from ._headers import Headers
 from ._retry import RetryPolicy
 from .client import Client, connect
@@ -68,6 +70,10 @@ from .pull import MessageBatch
 from .stream import Stream
 
 __version__ = "0.1.0"
+
+# Quiet by default: the application configures logging, the library only emits records (all under the
+# "jetstream_sync" logger). Without a handler here, Python's lastResort would print WARNING and above.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):  # ``jss.spark`` without importing it up front (pyspark is optional)

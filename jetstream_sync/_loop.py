@@ -22,7 +22,7 @@ from .errors import ClientClosedError, TimeoutError
 
 __all__ = ["EventLoopThread", "Outbox", "WAKE_INTERVAL", "wait_future"]
 
-log = logging.getLogger("jetstream_sync")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

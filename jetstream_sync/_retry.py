@@ -14,7 +14,7 @@ import tenacity
 
 __all__ = ["NO_RETRY", "RetryPolicy"]
 
-log = logging.getLogger("jetstream_sync")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

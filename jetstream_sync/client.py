@@ -34,7 +34,7 @@ from .message import Msg
 
 __all__ = ["Client", "connect"]
 
-log = logging.getLogger("jetstream_sync")
+log = logging.getLogger(__name__)
 
 #: Raw inbox handler, run on the loop thread: (subject, reply, data, raw_headers).
 RawHandler = Callable[[bytes, bytes, bytes, bytes], None]

@@ -35,7 +35,7 @@ __all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "
            "classify_status",
            "consume_options", "fetch_options"]
 
-log = logging.getLogger("jetstream_sync")
+log = logging.getLogger(__name__)
 
 #: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
 BYTES_BATCH = 1_000_000

@@ -3,7 +3,7 @@
 # Rule 1: importing this package must work without pyspark: pyspark is imported
 #         lazily, and the data source (the one module that needs pyspark at
 #         import time) is loaded only when JetStreamDataSource or register() is used.
-# Rule 2: re-exports only; the code lives in _connections, _publisher and datasource.
+# Rule 2: re-exports only; the code lives in _connections, _publisher, _progress and datasource.
 """Spark (PySpark) integration for jetstream_sync.
 
 Publishing a DataFrame from ``foreachPartition`` (one connection per Python
@@ -13,6 +13,12 @@ worker, every PubAck awaited, retried tasks deduplicated)::
 
     df.repartition(8).foreachPartition(
         jss_spark.publisher(servers="nats://nats:4222", subject="ORDERS.new"))
+
+Progress on the driver, while an action writes to a stream::
+
+    with jss_spark.progress("nats://nats:4222", stream="ORDERS", total=df.count()) as p:
+        df.foreachPartition(jss_spark.publisher(servers="nats://nats:4222", subject="ORDERS.new"))
+    print(p.summary)
 
 The ``jetstream`` data source (``spark.read.format("jetstream")``, ``readStream``,
 ``write``, ``writeStream``) is registered automatically through the
@@ -24,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._connections import ConnectionOptions, client_for, drop, drop_all, jetstream_for, worker_identity
+from ._progress import PublishProgress, PublishSummary, progress
 from ._publisher import PartitionPublisher, PublishError, new_write_id, publish_partition, publisher
 
 __all__ = [
@@ -31,11 +38,14 @@ __all__ = [
     "JetStreamDataSource",
     "PartitionPublisher",
     "PublishError",
+    "PublishProgress",
+    "PublishSummary",
     "client_for",
     "drop",
     "drop_all",
     "jetstream_for",
     "new_write_id",
+    "progress",
     "publish_partition",
     "publisher",
     "register",

@@ -37,7 +37,7 @@ from jetstream_sync.client import redact_url
 
 __all__ = ["ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for", "worker_identity"]
 
-log = logging.getLogger("jetstream_sync.spark")
+log = logging.getLogger(__name__)
 
 #: nats-py connect options that have a dedicated field (or are not allowed) and so may not go into ``extra``.
 _RESERVED = frozenset({

@@ -42,7 +42,7 @@ from ._connections import ConnectionOptions
 
 __all__ = ["PartitionPublisher", "PublishError", "new_write_id", "publish_partition", "publisher"]
 
-log = logging.getLogger("jetstream_sync.spark")
+log = logging.getLogger(__name__)
 
 _MSG_ID = "Nats-Msg-Id"
 # Errors that say the connection itself is in trouble: the cached client is dropped so the

@@ -100,7 +100,7 @@ __all__ = [
     "register",
 ]
 
-log = logging.getLogger("jetstream_sync.spark")
+log = logging.getLogger(__name__)
 
 READ_SCHEMA = StructType([
     StructField("subject", StringType()),
