@@ -120,6 +120,10 @@ async def _translated(coro: Any) -> Any:
         raise mapped from exc
 
 
+class TLSNotOfferedError(ConnectionError):
+    """The client asked for TLS and the server does not offer it (the connection is dropped)."""
+
+
 class _Connection(_NatsClient):
     """nats-py's client with a raw fast path for our inbox subscriptions.
 
@@ -170,6 +174,19 @@ class _Connection(_NatsClient):
         finally:
             self._requests.pop(task, None)
             self._denied.pop(task, None)
+
+    async def _process_info(self, info: dict[str, Any], initial_connection: bool = False) -> None:
+        # nats-py upgrades to TLS only when the server's INFO asks for it, even
+        # when the user gave an SSLContext or a tls:// URL; a server without TLS
+        # (or anyone rewriting its INFO) would then receive the credentials in
+        # clear text. As nats.go does, refuse before CONNECT is written.
+        server = self._current_server
+        if (initial_connection and server is not None and not info.get("tls_required")
+                and not self.options.get("tls_handshake_first") and server.uri.scheme not in ("ws", "wss")
+                and (self.options.get("tls") is not None or server.uri.scheme == "tls")):
+            raise TLSNotOfferedError(f"TLS was requested (tls= or a tls:// URL) but {server.uri.hostname}:"
+                                     f"{server.uri.port} does not offer it; not sending credentials in clear text")
+        await super()._process_info(info, initial_connection)
 
     async def _process_err(self, err_msg: str) -> None:
         m = _PERMISSION_RE.search(err_msg)

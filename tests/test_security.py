@@ -11,7 +11,9 @@ import json
 import logging
 import os
 import re
+import socket
 import ssl
+import threading
 import time
 from pathlib import Path
 
@@ -388,6 +390,51 @@ def test_a_server_certificate_the_client_does_not_trust_fails_fast(tls_server, o
     # Without a tls option nats-py upgrades to TLS with the system's trust store: refused the same way.
     fails_fast(jss.NoServersError, "CERTIFICATE_VERIFY_FAILED",
                lambda: jss.connect(tls_server.url, timeout=TIMEOUT, **options()))
+
+
+class PlainInfoServer:
+    """A TCP listener that greets like a nats-server without TLS and records what the client sends."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received = b""
+        self.thread = threading.Thread(target=self._serve, name="plain-info-server", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.sendall(b'INFO {"server_id":"FAKE","version":"2.15.1","max_payload":1048576,'
+                         b'"auth_required":true,"proto":1}\r\n')
+            conn.settimeout(10)
+            while chunk := conn.recv(4096):
+                self.received += chunk
+
+    def close(self) -> None:
+        self.thread.join(10)
+        self.sock.close()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("how", ["ssl context", "tls:// URL"])
+def test_a_client_asking_for_tls_never_sends_credentials_to_a_server_without_tls(how):
+    plain = PlainInfoServer()
+    try:
+        url = f"tls://127.0.0.1:{plain.port}" if how == "tls:// URL" else f"nats://127.0.0.1:{plain.port}"
+        options = {"tls": ssl.create_default_context()} if how == "ssl context" else {}
+        fails_fast(jss.NoServersError, "does not offer it",
+                   lambda: jss.connect(url, user="alice", password="alice-Pw-7f3a9", timeout=TIMEOUT, **options))
+    finally:
+        plain.close()
+    assert b"CONNECT" not in plain.received and b"alice-Pw" not in plain.received
+
+
+@pytest.mark.timeout(30)
+def test_asking_for_tls_from_a_real_server_without_tls_fails_instead_of_logging_in_in_clear(user_server):
+    fails_fast(jss.NoServersError, "does not offer it",
+               lambda: jss.connect(user_server.url, user="alice", password="alice-Pw-7f3a9", timeout=TIMEOUT,
+                                   tls=ssl.create_default_context()))
 
 
 @pytest.mark.timeout(30)
