@@ -111,6 +111,22 @@ def test_bad_flags_and_values_give_one_error_line_naming_them_and_exit_2(nats_se
     fails(cli(*args, server=nats_server), 2, re.escape(flag))
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("command", [["stream", "add", "X"], ["consumer", "add", "S", "C"], ["server"]])
+def test_a_config_file_that_is_not_utf8_is_a_usage_error_naming_the_flag(nats_server, tmp_path, command):
+    binary = tmp_path / "config.bin"
+    binary.write_bytes(bytes(range(128, 256)))
+    server = None if command == ["server"] else nats_server
+    fails(cli(*command, "--config", str(binary), server=server), 2, "--config: .* UTF-8")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("typo", [["--pasword", "Hunter2-secret"], ["--pasword=Hunter2-secret"]])
+def test_a_mistyped_flag_is_named_without_echoing_the_value_given_with_it(nats_server, typo):
+    line = fails(cli("account", "info", *typo, server=nats_server), 2, "unrecognized arguments: --pasword")
+    assert "Hunter2" not in line
+
+
 # --- connecting -------------------------------------------------------------------------------------
 
 

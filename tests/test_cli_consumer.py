@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
 
 import pytest
 
 from conftest import wait_for
-from test_cli import as_json, cli, fails, ok
+from test_cli import CLI, as_json, cli, cli_env, fails, ok
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -94,6 +96,26 @@ def test_next_prints_and_acks_messages(orders, nats_server):
     assert (doc["data"], doc["headers"], doc["delivered"], doc["pending"], doc["acked"]) == \
         ("order 3", {"X-Order": ["3"]}, 1, 2, False)
     assert orders.consumer_info("CLI_C", "worker").num_ack_pending == 1  # not acked
+
+
+def test_next_interrupted_before_printing_its_json_acks_nothing_and_naks_for_prompt_redelivery(orders,
+                                                                                              nats_server):
+    consumer = orders.create_consumer("CLI_C", durable_name="careful", filter_subject="cli.c.new", ack_wait=60)
+    # --json prints nothing until the pull ends (--count 100, --timeout 30s): interrupt it holding 5 messages.
+    proc = subprocess.Popen([str(CLI), "consumer", "next", "CLI_C", "careful", "--count", "100", "--timeout", "30s",
+                             "--json"], env=cli_env(nats_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for(lambda: consumer.info().num_ack_pending == 5, timeout=15, what="the CLI to receive the 5 messages")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out, err) == (130, "", "jetstream-sync: error: interrupted\n")
+    assert consumer.info().ack_floor.consumer_seq == 0           # none acked
+    # NAKed, so they come back now rather than after the 60 s ack wait.
+    again = list(consumer.fetch(max_messages=5, expires=5.0))
+    assert sorted((m.data, m.metadata.num_delivered) for m in again) == [(b"order %d" % i, 2) for i in range(1, 6)]
 
 
 def test_next_without_a_message_in_time_exits_3(orders, nats_server):

@@ -3,9 +3,14 @@
 # expectations refused by the server (exit 1), and the progress bar on stderr.
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+
 import pytest
 
-from test_cli import as_json, cli, fails, ok
+from conftest import wait_for
+from test_cli import CLI, as_json, cli, cli_env, fails, ok
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -59,3 +64,24 @@ def test_pub_count_shows_a_progress_bar_on_stderr_only_when_asked(js, nats_serve
     assert shown.stdout.startswith("published 200 messages") and "200/200" not in shown.stdout
     assert ok(cli("pub", "cli.bar", "x", "--count", "50", server=nats_server)).startswith("published 50")
     assert ok(cli("pub", "cli.bar", "x", "--count", "50", "--no-progress", server=nats_server))
+
+
+@pytest.mark.timeout(60)
+def test_an_interrupted_pub_count_says_how_many_were_acknowledged_and_exits_130(js, nats_server):
+    js.create_stream(name="CLI_INT", subjects=["cli.int.*"], storage="memory")
+    proc = subprocess.Popen([str(CLI), "pub", "cli.int.x", "m", "--count", "100000000", "--msg-id", "m-{count}"],
+                            env=cli_env(nats_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: js.stream_info("CLI_INT").state.messages >= 2000, timeout=30, what="2000 stored")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and out == ""
+    m = re.fullmatch(r"jetstream-sync: error: interrupted: ([\d,]+) of 100,000,000 messages acknowledged"
+                     r"(?:; up to ([\d,]+) more may have been stored)?; rerun with the same --msg-id to store the rest "
+                     r"exactly once\n", err)
+    assert m, err
+    acked, unknown = (int((g or "0").replace(",", "")) for g in m.groups())
+    stored = js.stream_info("CLI_INT").state.messages
+    assert acked <= stored <= acked + unknown, (err, stored)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import select
 import signal
+import socket
 import subprocess
 import time
 
@@ -16,6 +17,7 @@ from jetstream_sync.server import NatsServer
 
 from conftest import wait_for
 from test_cli import CLI, as_json, cli, cli_env, fails
+from test_security import Pki
 
 USERS_CONF = """
 authorization {
@@ -78,16 +80,25 @@ def test_server_prints_its_url_serves_clients_and_sigint_stops_it_and_its_nats_s
 @pytest.mark.timeout(60)
 def test_server_first_line_is_the_url_and_sigterm_stops_it():
     proc = start_server("--no-jetstream")
+    url = ""
     try:
         url = first_line(proc, 20).strip()
         assert url.startswith("nats://127.0.0.1:")
         with jss.connect(url) as client:
             assert client.is_connected
-        started = time.monotonic()
     finally:
         out, err = stop(proc, signal.SIGTERM)
     assert proc.returncode == 0, err
-    assert time.monotonic() - started < 10
+    port = int(url.rsplit(":", 1)[1])
+    wait_for(lambda: not listening(port), timeout=10, what="the nats-server child to stop listening")
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 @pytest.mark.timeout(30)
@@ -123,3 +134,15 @@ def test_a_wrong_password_exits_4_and_the_right_one_works(user_server):
 @pytest.mark.timeout(30)
 def test_server_refuses_the_connection_flag_instead_of_ignoring_it(nats_server):
     fails(cli("server", "-s", nats_server.url), 2, "-s/--server is for connecting")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.security
+def test_a_tls_option_against_a_server_without_tls_exits_4_without_logging_in(user_server, tmp_path):
+    ca = Pki(tmp_path).ca
+    line = fails(cli("--tlsca", ca, "--user", "alice", "--password", "alice-Pw-7f3a9", "account", "info",
+                     server=user_server), 4, "does not offer it")
+    assert "alice-Pw" not in line
+    tls_url = user_server.url.replace("nats://", "tls://")
+    fails(cli("-s", tls_url, "--user", "alice", "--password", "alice-Pw-7f3a9", "account", "info"), 4,
+          "does not offer it")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "limit",
     "merge_nested",
     "opt",
+    "read_json_config",
     "size",
     "split_list",
     "time_ago",
@@ -65,7 +67,43 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         """Raise :class:`UsageError` naming the (sub)command, instead of printing usage and exiting."""
         command = self.prog.partition(" ")[2]
+        head, sep, rest = message.partition("unrecognized arguments: ")
+        if sep:
+            # A mistyped --pasword must not echo the password given with it or after it.
+            shown, after_flag = [], False
+            for token in rest.split():
+                if token.startswith("-"):
+                    shown.append(token.partition("=")[0])
+                    after_flag = "=" not in token
+                elif after_flag:
+                    shown.append("...")
+                    after_flag = False
+                else:
+                    shown.append(token)
+            message = f"{head}unrecognized arguments: {' '.join(shown)}"
         raise UsageError(f"{command}: {message}" if command else message)
+
+
+def read_json_config(path: str) -> dict[str, Any]:
+    """The JSON object in ``--config`` FILE; a whole ``info --json`` document gives its ``config`` part.
+
+    Raises :class:`UsageError` naming ``--config`` for a file that cannot be read, is not UTF-8
+    JSON, or does not hold an object.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--config: {path!r} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--config: {path!r} is not UTF-8 text (JSON expected)") from None
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {path!r}: {exc.strerror}") from None
+    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
+        doc = doc["config"]
+    if not isinstance(doc, dict):
+        raise UsageError(f"--config: {path!r} must hold a JSON object")
+    return doc
 
 
 def opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import attrs
@@ -16,6 +15,7 @@ from ._args import (
     common_options,
     config_fields,
     config_flag,
+    read_json_config,
     duration,
     duration_list,
     file_path,
@@ -143,17 +143,7 @@ def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
 
 
 def _from_file(path: str) -> jss.ConsumerConfig:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--config: {path!r} is not valid JSON: {exc}") from None
-    except OSError as exc:
-        raise UsageError(f"--config: cannot read {path!r}: {exc.strerror}") from None
-    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
-        doc = doc["config"]  # a whole `consumer info --json` document
-    if not isinstance(doc, dict):
-        raise UsageError(f"--config: {path!r} must hold a JSON object")
+    doc = read_json_config(path)
     try:
         return jss.ConsumerConfig.from_response(doc)
     except (TypeError, ValueError) as exc:
@@ -297,28 +287,52 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
     """
     consumer = _consumer(session.js(), args.stream, args.consumer)
     can_ack = args.ack and consumer.cached_info.config.ack_policy is not jss.AckPolicy.NONE
+    # A message is acked only once its output has been written and flushed: an interrupt, a closed
+    # pipe or an error before that leaves it unacked (NAKed when we still hold it) for redelivery.
+    held: list[jss.Msg] = []
     docs: list[dict[str, Any]] = []
     received = 0
-    for msg in consumer.fetch(max_messages=args.count, expires=args.wait):
-        received += 1
-        md = msg.metadata
-        if can_ack:
-            msg.ack()
-        if out.json:
-            docs.append(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
-                                     consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
-                                     pending=md.num_pending, time=md.timestamp, acked=can_ack,
-                                     subject=msg.subject, data=msg.data, headers=msg.headers))
-        else:
+    batch = consumer.fetch(max_messages=args.count, expires=args.wait)
+    try:
+        for msg in batch:
+            received += 1
+            held.append(msg)
+            md = msg.metadata
+            if out.json:
+                docs.append(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
+                                         consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
+                                         pending=md.num_pending, time=md.timestamp, acked=can_ack,
+                                         subject=msg.subject, data=msg.data, headers=msg.headers))
+                continue
             print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data,
                           md.timestamp, extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
-    if can_ack and received:
-        session.client().flush()  # the acks have reached the server before we report them
-    if received == 0:
-        raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
-    if out.json:
-        out.emit(docs)
-    elif can_ack:
+            out.stream.flush()
+            if can_ack:
+                msg.ack()
+            held.clear()
+        if received == 0:
+            raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
+        if out.json:
+            out.emit(docs)
+            out.stream.flush()
+            if can_ack:
+                for msg in held:
+                    msg.ack()
+            held.clear()
+    except BaseException:
+        batch.stop()                    # no pull left waiting to receive the redeliveries
+        if can_ack and held:
+            try:
+                session.client().flush()    # the unsubscribe first, then the NAKs
+                for msg in held:            # pulled but not shown: back to the server at once
+                    msg.nak()
+                session.client().flush()
+            except Exception:           # the original error is what the user hears about
+                pass
+        raise
+    if can_ack:
+        session.client().flush()        # the acks have reached the server before we report them
+    if not out.json and can_ack:
         out.line(f"acked {received} message{'s' * (received != 1)}")
     return 0
 

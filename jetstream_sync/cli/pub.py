@@ -100,13 +100,23 @@ def cmd_pub(args: argparse.Namespace, session: Session, out: Output) -> int:
                 bar.update(1)
 
         with progress_bar(args.count, args.progress, desc=args.subject) as bar:
-            for n in range(1, args.count + 1):
-                data, kwargs = _message(args, payload, n)
-                pending.append((n, js.publish_async(args.subject, data, **kwargs)))
+            n = 0
+            try:
+                for n in range(1, args.count + 1):
+                    data, kwargs = _message(args, payload, n)
+                    pending.append((n, js.publish_async(args.subject, data, **kwargs)))
+                    harvest(block=False)
+                    if failure is not None:
+                        break
+                js.publish_async_complete()
+            except KeyboardInterrupt:
                 harvest(block=False)
-                if failure is not None:
-                    break
-            js.publish_async_complete()
+                # Message n may have been sent even if publish_async did not return.
+                in_doubt = n - len(acks) - (failure is not None)
+                unknown = f"; up to {in_doubt:,} more may have been stored" if in_doubt > 0 else ""
+                hint = "; rerun with the same --msg-id to store the rest exactly once" if args.msg_id else ""
+                raise CommandError(f"interrupted: {len(acks):,} of {args.count:,} messages acknowledged"
+                                   f"{unknown}{hint}", 130) from None
             harvest(block=True)
     elapsed = time.perf_counter() - started
     if failure is not None:

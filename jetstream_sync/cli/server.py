@@ -20,8 +20,8 @@ __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
-#: After nats-server exits, how long a stop signal may still be on its way (a terminal's Ctrl-C
-#: reaches nats-server, which is in our process group, and us at the same time).
+#: After nats-server exits by itself, how long a stop signal may still be on its way to us (a
+#: Ctrl-C and an external stop of nats-server can arrive together) before we call the exit a failure.
 _SIGNAL_GRACE = 0.5
 
 
@@ -57,7 +57,10 @@ def cmd_server(args: argparse.Namespace, session: Session, out: Output) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        config_text = Path(args.config).read_text() if args.config else None
+        try:
+            config_text = Path(args.config).read_text(encoding="utf-8") if args.config else None
+        except UnicodeDecodeError:
+            raise UsageError(f"--config: {args.config!r} is not a UTF-8 nats-server config file") from None
         try:
             server = NatsServer(port=args.port, host=args.host, jetstream=args.jetstream, store_dir=args.store_dir,
                                 name=args.server_name, config_text=config_text, monitor=args.monitor)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import attrs
@@ -21,6 +20,7 @@ from ._args import (
     key_value,
     limit,
     merge_nested,
+    read_json_config,
     size,
     split_list,
 )
@@ -169,21 +169,6 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
-def _read_config(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--config: {path!r} is not valid JSON: {exc}") from None
-    except OSError as exc:
-        raise UsageError(f"--config: cannot read {path!r}: {exc.strerror}") from None
-    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
-        doc = doc["config"]  # a whole `stream info --json` document
-    if not isinstance(doc, dict):
-        raise UsageError(f"--config: {path!r} must hold a JSON object")
-    return doc
-
-
 def _stream(js: jss.JetStream, name: str) -> jss.Stream:
     try:
         return js.stream(name)
@@ -202,7 +187,7 @@ def _print_created(out: Output, verb: str, stream: jss.Stream) -> None:
 def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``stream add NAME [--config FILE] [flags]``: create a stream; prints its info."""
     fields = _given(args)
-    doc = _read_config(args.config) if args.config else {}
+    doc = read_json_config(args.config) if args.config else {}
     name = args.stream or doc.get("name")
     if not name:
         raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
@@ -226,7 +211,7 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``stream edit NAME [flags]``: change only the given fields; prints the new info."""
     fields = _given(args)
     if args.config:
-        file_fields = _read_config(args.config)
+        file_fields = read_json_config(args.config)
         file_fields.pop("name", None)
     else:
         file_fields = {}
