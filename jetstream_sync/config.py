@@ -583,6 +583,14 @@ def _encode(kind: str | None, value: Any) -> Any:
     return value
 
 
+class _BadField(ValueError):
+    """A field whose value cannot be converted; ``path`` is dotted from the top object."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 def _from_wire(cls: type, data: Mapping[str, Any], strict: bool) -> Any:
     if not isinstance(data, Mapping):
         raise TypeError(f"{cls.__name__}.from_response expects a dict, got {type(data).__name__}")
@@ -598,6 +606,12 @@ def _from_wire(cls: type, data: Mapping[str, Any], strict: bool) -> Any:
                 kwargs[slot.name] = _decode(slot, value, strict)
             except _UnknownKeys as exc:  # strict: keep going, report every unknown key at once
                 nested_unknown += [f"{key}{p}" for p in exc.paths]
+            except _BadField as exc:
+                raise _BadField(f"{key}.{exc.path}", exc.reason) from None
+            except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+                # A nested object's own check already names its field; a plain value is shown.
+                reason = str(exc) if isinstance(value, (Mapping, list)) else f"{value!r} is not a valid value ({exc})"
+                raise _BadField(key, reason) from None
         elif key not in envelope:
             extra[key] = value
     if strict and (extra or nested_unknown):
@@ -631,7 +645,10 @@ class _Wire:
         Unknown keys are kept in ``extra``; with ``strict=True`` they raise ``ValueError``
         listing them instead (tests use this to catch schema drift).
         """
-        return _from_wire(cls, data, strict)
+        try:
+            return _from_wire(cls, data, strict)
+        except _BadField as exc:
+            raise ValueError(f"{cls.__name__}.from_response: field {exc.path}: {exc.reason}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The server's JSON for this object (no I/O): durations in nanoseconds, times RFC 3339,

@@ -269,6 +269,14 @@ class TestStreamInfoRoundTrip:
         with pytest.raises(ValueError, match="StreamInfo.*alternates"):
             StreamInfo.from_response(dict(STREAM_INFO, alternates=[]), strict=True)
 
+    def test_a_value_of_the_wrong_type_is_a_value_error_naming_the_field(self):
+        with pytest.raises(ValueError, match=r"^StreamConfig.from_response: field max_age: '1h' is not a valid"):
+            StreamConfig.from_response({"name": "X", "max_age": "1h"})
+        raw = copy.deepcopy(STREAM_INFO)
+        raw["state"]["first_ts"] = "yesterday"
+        with pytest.raises(ValueError, match=r"^StreamInfo.from_response: field state: first_ts: not an RFC 3339 timestamp: 'yesterday'"):
+            StreamInfo.from_response(raw)
+
     def test_an_info_turns_back_into_the_json_the_server_sent_with_to_dict(self):
         raw = with_future_fields(STREAM_INFO)
         as_dict = StreamInfo.from_response(raw).to_dict()
