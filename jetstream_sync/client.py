@@ -36,6 +36,16 @@ __all__ = ["Client", "connect"]
 
 log = logging.getLogger(__name__)
 
+
+def _not_the_ssl_eof_notice(record: logging.LogRecord) -> bool:
+    # nats-py's stream protocol asks to keep the transport open at EOF, which asyncio's SSL
+    # transport cannot do; asyncio says so with a WARNING on every TLS connection the server
+    # closes. It is harmless (the connection is closed either way) and not the user's to act on.
+    return not (record.msg == "returning true from eof_received() has no effect when using ssl")
+
+
+logging.getLogger("asyncio").addFilter(_not_the_ssl_eof_notice)
+
 #: Raw inbox handler, run on the loop thread: (subject, reply, data, raw_headers).
 RawHandler = Callable[[bytes, bytes, bytes, bytes], None]
 

@@ -384,6 +384,17 @@ def test_tls_with_the_tests_ca_connects_and_uses_jetstream(tls_server, pki):
 
 
 @pytest.mark.timeout(30)
+def test_a_tls_connection_logs_no_asyncio_warnings_when_it_ends(pki, caplog):
+    with NatsServer(config_text=pki.server_config(verify_clients=True)) as server:
+        with caplog.at_level(logging.WARNING):
+            with jss.connect(server.url, tls=pki.client_context(with_cert=True), timeout=TIMEOUT) as client:
+                roundtrip(client, "TLSQUIET")
+            with pytest.raises(jss.NoServersError):
+                jss.connect(server.url, tls=pki.client_context(), timeout=TIMEOUT)
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("options", [lambda: {"tls": ssl.create_default_context()}, dict],
                          ids=["system trust store", "no tls option"])
 def test_a_server_certificate_the_client_does_not_trust_fails_fast(tls_server, options):
