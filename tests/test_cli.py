@@ -29,7 +29,7 @@ ERROR = "jetstream-sync: error: "
 
 def cli_env(server: Any = None, **extra: str) -> dict[str, str]:
     """The environment for a CLI run: NATS_URL is the given server's URL, or unset."""
-    env = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
     if server is not None:
         env["NATS_URL"] = server if isinstance(server, str) else server.url
     env.update(extra)

@@ -138,6 +138,22 @@ def test_server_refuses_the_connection_flag_instead_of_ignoring_it(nats_server):
 
 @pytest.mark.timeout(30)
 @pytest.mark.security
+def test_credentials_can_come_from_the_environment_instead_of_the_command_line(user_server, tmp_path):
+    env = {"NATS_USER": "alice", "NATS_PASSWORD": "alice-Pw-7f3a9"}
+    doc = as_json(subprocess.run([str(CLI), "account", "info", "--json"], capture_output=True, text=True,
+                                 timeout=20, env=cli_env(user_server, **env)))
+    assert doc["streams"] == 0
+    wrong = subprocess.run([str(CLI), "account", "info"], capture_output=True, text=True, timeout=20,
+                           env=cli_env(user_server, NATS_USER="alice", NATS_PASSWORD="not-it-42"))
+    assert wrong.returncode == 4 and "not-it-42" not in wrong.stderr
+    missing = subprocess.run([str(CLI), "account", "info"], capture_output=True, text=True, timeout=20,
+                             env=cli_env(user_server, NATS_CREDS=str(tmp_path / "nope.creds")))
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("jetstream-sync: error: $NATS_CREDS (for --creds): no such file")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.security
 def test_a_tls_option_against_a_server_without_tls_exits_4_without_logging_in(user_server, tmp_path):
     ca = Pki(tmp_path).ca
     line = fails(cli("--tlsca", ca, "--user", "alice", "--password", "alice-Pw-7f3a9", "account", "info",

@@ -268,15 +268,15 @@ def common_options(request_timeout: bool = True) -> Parser:
     s = argparse.SUPPRESS
     conn.add_argument("-s", "--server", metavar="URL", default=s,
                       help="NATS server URL(s), comma-separated (default: $NATS_URL, else nats://127.0.0.1:4222)")
-    conn.add_argument("--user", default=s, help="user name")
-    conn.add_argument("--password", default=s, help="password")
-    conn.add_argument("--token", default=s, help="authentication token")
-    conn.add_argument("--creds", metavar="FILE", type=file_path, default=s, help="JWT credentials file")
-    conn.add_argument("--nkey", metavar="FILE", type=file_path, default=s, help="NKey seed file")
-    conn.add_argument("--tlscert", metavar="FILE", type=file_path, default=s, help="TLS client certificate")
-    conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s, help="TLS client private key")
+    conn.add_argument("--user", default=s, help="user name (or $NATS_USER)")
+    conn.add_argument("--password", default=s, help="password (or $NATS_PASSWORD, which stays out of ps)")
+    conn.add_argument("--token", default=s, help="authentication token (or $NATS_TOKEN)")
+    conn.add_argument("--creds", metavar="FILE", type=file_path, default=s, help="JWT credentials file (or $NATS_CREDS)")
+    conn.add_argument("--nkey", metavar="FILE", type=file_path, default=s, help="NKey seed file (or $NATS_NKEY)")
+    conn.add_argument("--tlscert", metavar="FILE", type=file_path, default=s, help="TLS client certificate (or $NATS_CERT)")
+    conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s, help="TLS client private key (or $NATS_KEY)")
     conn.add_argument("--tlsca", metavar="FILE", type=file_path, default=s,
-                      help="CA certificates to verify the server with")
+                      help="CA certificates to verify the server with (or $NATS_CA); any TLS option requires TLS")
     if request_timeout:
         conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
                           help="timeout of each request and of connecting (default 5s)")

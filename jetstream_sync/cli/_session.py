@@ -12,7 +12,7 @@ from typing import Any
 import jetstream_sync as jss
 from jetstream_sync.client import redact_url
 
-from ._args import UsageError, opt
+from ._args import UsageError, file_path, opt
 
 __all__ = ["DEFAULT_URL", "Session"]
 
@@ -20,6 +20,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 DEFAULT_TIMEOUT = 5.0
+
+
+#: The environment variable read for each connection flag not given (the names the nats CLI reads).
+ENVIRONMENT = {"user": "NATS_USER", "password": "NATS_PASSWORD", "token": "NATS_TOKEN", "creds": "NATS_CREDS",
+               "nkey": "NATS_NKEY", "tlscert": "NATS_CERT", "tlskey": "NATS_KEY", "tlsca": "NATS_CA"}
+_FILES = {"creds", "nkey", "tlscert", "tlskey", "tlsca"}
 
 
 class Session:
@@ -45,14 +51,30 @@ class Session:
         """The request timeout (``--timeout``, default 5 s)."""
         return opt(self.args, "timeout", DEFAULT_TIMEOUT)
 
+    def given(self, name: str) -> Any:
+        """A connection flag's value, else its environment variable (``ENVIRONMENT[name]``), else None.
+
+        Secrets can so stay off the command line, where ``ps`` shows them to every user.
+        """
+        value = opt(self.args, name)
+        if value is not None:
+            return value
+        variable = ENVIRONMENT[name]
+        value = os.environ.get(variable) or None
+        if value is not None and name in _FILES:
+            try:
+                file_path(value)
+            except argparse.ArgumentTypeError as exc:
+                raise UsageError(f"${variable} (for --{name}): {exc}") from None
+        return value
+
     def connect_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``jss.connect()`` from the auth and TLS options.
+        """Keyword arguments for ``jss.connect()`` from the auth and TLS options (flags, else environment).
 
         Raises UsageError for flags that cannot be combined or TLS files that do not load.
         """
-        a = self.args
         options: dict[str, Any] = {}
-        user, password, token = opt(a, "user"), opt(a, "password"), opt(a, "token")
+        user, password, token = self.given("user"), self.given("password"), self.given("token")
         if password is not None and user is None:
             raise UsageError("--password needs --user")
         if token is not None and user is not None:
@@ -62,18 +84,17 @@ class Session:
             options["password"] = password or ""
         if token is not None:
             options["token"] = token
-        if opt(a, "creds") is not None:
-            options["user_credentials"] = opt(a, "creds")
-        if opt(a, "nkey") is not None:
-            options["nkeys_seed"] = opt(a, "nkey")
+        if self.given("creds") is not None:
+            options["user_credentials"] = self.given("creds")
+        if self.given("nkey") is not None:
+            options["nkeys_seed"] = self.given("nkey")
         tls = self._tls_context()
         if tls is not None:
             options["tls"] = tls
         return options
 
     def _tls_context(self) -> ssl.SSLContext | None:
-        a = self.args
-        cert, key, ca = opt(a, "tlscert"), opt(a, "tlskey"), opt(a, "tlsca")
+        cert, key, ca = self.given("tlscert"), self.given("tlskey"), self.given("tlsca")
         if cert is None and key is None and ca is None:
             return None
         if key is not None and cert is None:
