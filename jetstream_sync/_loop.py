@@ -147,8 +147,8 @@ class EventLoopThread:
         if self.on_loop_thread():
             raise RuntimeError(
                 "a blocking jetstream_sync call was made on the client's own event loop thread, where "
-                "it would deadlock; call it from another thread (handlers and callbacks already run on "
-                "worker threads)"
+                "it would deadlock; call it from another thread (publish_async future callbacks run on "
+                "this thread: hand the work to a thread of your own)"
             )
 
     def stop(self, timeout: float = 5.0, reason: str = "the client is closed") -> None:

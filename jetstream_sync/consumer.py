@@ -68,8 +68,8 @@ class Consumer:
         error. Messages arrive on the loop thread and are handed over through a
         queue; iteration runs on the caller's thread.
 
-        Blocks only to send the request (at most ``timeout``, default the
-        context's timeout).
+        Never blocks: the pull request goes out with the loop's next turn
+        (``timeout`` is accepted for symmetry with the other calls).
         Raises ValueError/TypeError for bad options (nothing sent); terminal
         errors (``ConsumerDeletedError``, ``APIError``, ``ClientClosedError``)
         are raised by iteration after the messages before them.

@@ -434,7 +434,8 @@ class JetStream:
         server deduplicates within the stream's duplicate window, so the call
         is retried per ``retry`` on timeouts and no responders.
 
-        Raises ``NoRespondersError`` at once when no stream captures ``subject``,
+        Raises ``NoRespondersError`` when no stream captures ``subject`` (at once
+        without ``msg_id``; after the retries with it),
         ``StreamWrong*Error`` when an ``expected_*`` check fails, ``TimeoutError``,
         ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
         """
