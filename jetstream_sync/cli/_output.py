@@ -14,7 +14,6 @@ from ..config import format_time
 
 __all__ = [
     "Output",
-    "as_dict",
     "fmt_age",
     "fmt_bool",
     "fmt_duration",
@@ -26,15 +25,6 @@ __all__ = [
     "print_message",
     "progress_bar",
 ]
-
-
-def as_dict(obj: Any) -> dict[str, Any]:
-    """A config or info object as the server's JSON (durations in ns, times RFC 3339, unknown keys kept).
-
-    Every config and info has ``to_dict()`` (one serializer), so ``stream info --json | jq .config``
-    is a valid ``--config`` file for ``stream add``.
-    """
-    return obj.to_dict()
 
 
 def _data_fields(data: bytes) -> dict[str, Any]:

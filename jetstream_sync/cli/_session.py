@@ -10,15 +10,14 @@ import ssl
 from typing import Any
 
 import jetstream_sync as jss
-from jetstream_sync.client import redact_url
+from jetstream_sync.client import default_servers, redact_url
 
 from ._args import UsageError, file_path, opt
 
-__all__ = ["DEFAULT_URL", "Session"]
+__all__ = ["Session"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_URL = "nats://127.0.0.1:4222"
 DEFAULT_TIMEOUT = 5.0
 
 
@@ -44,7 +43,7 @@ class Session:
     @property
     def servers(self) -> str:
         """Where to connect: ``-s``, else ``$NATS_URL``, else ``nats://127.0.0.1:4222``."""
-        return self.explicit_server or os.environ.get("NATS_URL") or DEFAULT_URL
+        return self.explicit_server or default_servers()
 
     @property
     def timeout(self) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._output import Output, as_dict, fmt_int, fmt_limit, fmt_size
+from ._output import Output, fmt_int, fmt_limit, fmt_size
 from ._session import Session
 
 __all__ = ["register"]
@@ -23,7 +23,7 @@ def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     client = session.client()
     info = session.js().account_info()
     if out.json:
-        out.emit(as_dict(info))
+        out.emit(info.to_dict())
         return 0
     out.block(None, [("Connected to", client.connected_url), ("Domain", info.domain)])
     out.line()

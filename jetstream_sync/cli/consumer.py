@@ -30,7 +30,6 @@ from ._args import (
 from ._errors import NotFound
 from ._output import (
     Output,
-    as_dict,
     fmt_age,
     fmt_bool,
     fmt_duration,
@@ -180,7 +179,7 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     except jss.StreamNotFoundError:
         raise NotFound(f"stream {args.stream!r} not found") from None
     if out.json:
-        out.emit(as_dict(consumer.cached_info))
+        out.emit(consumer.cached_info.to_dict())
     else:
         out.line(f"created consumer {consumer.name} on stream {consumer.stream_name}")
         show_info(out, consumer.cached_info)
@@ -205,7 +204,7 @@ def cmd_ls(args: argparse.Namespace, session: Session, out: Output) -> int:
                 out.line(name)
         return 0
     if out.json:
-        out.emit([as_dict(i) for i in infos])
+        out.emit([i.to_dict() for i in infos])
         return 0
     if not infos:
         out.line(f"no consumers on stream {args.stream}")
@@ -273,7 +272,7 @@ def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer info STREAM NAME``: config and progress (``--json``: the ConsumerInfo)."""
     info = _consumer(session.js(), args.stream, args.consumer).cached_info
     if out.json:
-        out.emit(as_dict(info))
+        out.emit(info.to_dict())
     else:
         show_info(out, info)
     return 0

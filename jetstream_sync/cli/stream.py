@@ -26,7 +26,6 @@ from ._args import (
 )
 from ._output import (
     Output,
-    as_dict,
     fmt_age,
     fmt_bool,
     fmt_duration,
@@ -178,7 +177,7 @@ def _stream(js: jss.JetStream, name: str) -> jss.Stream:
 
 def _print_created(out: Output, verb: str, stream: jss.Stream) -> None:
     if out.json:
-        out.emit(as_dict(stream.cached_info))
+        out.emit(stream.cached_info.to_dict())
     else:
         out.line(f"{verb} stream {stream.name}")
         show_info(out, stream.cached_info)
@@ -221,7 +220,7 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
     current = _stream(js, args.stream).cached_info.config
     if file_fields:
         try:
-            merged = jss.StreamConfig.from_response({**as_dict(current), **file_fields})
+            merged = jss.StreamConfig.from_response({**current.to_dict(), **file_fields})
         except (TypeError, ValueError) as exc:
             raise UsageError(f"--config: {exc}") from None
     else:
@@ -268,7 +267,7 @@ def cmd_ls(args: argparse.Namespace, session: Session, out: Output) -> int:
         return 0
     infos = sorted(js.streams(args.subject), key=lambda i: i.config.name)
     if out.json:
-        out.emit([as_dict(i) for i in infos])
+        out.emit([i.to_dict() for i in infos])
         return 0
     if not infos:
         out.line("no streams")
@@ -347,7 +346,7 @@ def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``stream info NAME``: config and state (``--json``: the StreamInfo as the server sends it)."""
     info = _stream(session.js(), args.stream).cached_info
     if out.json:
-        out.emit(as_dict(info))
+        out.emit(info.to_dict())
     else:
         show_info(out, info)
     return 0
