@@ -31,11 +31,13 @@ from .config import (
     PubAck,
     ReplayPolicy,
     RetentionPolicy,
+    Seconds,
     StorageType,
     StoredMsg,
     StoreCompression,
     StreamConfig,
     StreamInfo,
+    Timestamp,
 )
 from .consume import ConsumeHandle, ConsumeStats, MessageStream
 from .consumer import Consumer
@@ -121,6 +123,7 @@ __all__ = [
     "ReplayPolicy",
     "RetentionPolicy",
     "RetryPolicy",
+    "Seconds",
     "SequencePair",
     "StorageType",
     "StoreCompression",
@@ -134,6 +137,7 @@ __all__ = [
     "StreamWrongLastSequenceError",
     "StreamWrongStreamError",
     "TimeoutError",
+    "Timestamp",
     "__version__",
     "connect",
 ]

@@ -4,16 +4,16 @@
 # Rule 2: the Python side speaks float seconds and aware datetimes; the wire speaks integer
 #         nanoseconds and RFC 3339. The conversion happens only in the serializer below, which is
 #         driven by field metadata ("kind") so each class is a plain list of documented fields.
-# Rule 3: never lose what a newer server sent: unknown keys land in `extra` and go back out.
+# Rule 3: never lose what the server sent: unknown keys land in `extra` and go back out; times and
+#         durations keep their exact nanoseconds (`_time.Timestamp`, `_time.Seconds`); a value read
+#         as None (Go's zero time, -1 for "never") keeps its wire form in `extra` too.
 from __future__ import annotations
 
 import base64
 import copy
 import enum
 import functools
-import math
 import numbers
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from ._headers import Headers, decode_headers, encode_headers
+from ._time import Seconds, Timestamp, format_time, nanos_to_seconds, parse_time, seconds_to_nanos, to_seconds
 
 __all__ = [
     "APIStats",
@@ -39,6 +40,7 @@ __all__ = [
     "RePublish",
     "ReplayPolicy",
     "RetentionPolicy",
+    "Seconds",
     "SequenceInfo",
     "StorageType",
     "StoreCompression",
@@ -50,6 +52,7 @@ __all__ = [
     "StreamSourceInfo",
     "StreamState",
     "SubjectTransform",
+    "Timestamp",
     "format_time",
     "nanos_to_seconds",
     "parse_time",
@@ -62,91 +65,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # Durations and timestamps
 # ---------------------------------------------------------------------------------------------
-
-_NANOS = 1_000_000_000
-
-
-def to_seconds(value: float | int | timedelta | None, field: str) -> float | None:
-    """Normalise a duration given as seconds (int/float) or a ``timedelta`` to float seconds.
-
-    ``None`` stays ``None``. Raises ``TypeError`` (naming ``field``) for bool or non-numbers and
-    ``ValueError`` for negative, NaN or infinite values.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(f"{field} must be seconds (int/float) or a datetime.timedelta, not bool")
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, numbers.Real):
-        seconds = float(value)
-    else:
-        raise TypeError(f"{field} must be seconds (int/float) or a datetime.timedelta, got {type(value).__name__}")
-    if not math.isfinite(seconds):
-        raise ValueError(f"{field} must be a finite number of seconds, got {value!r}")
-    if seconds < 0:
-        raise ValueError(f"{field} must be >= 0 seconds, got {value!r}")
-    return seconds
-
-
-def seconds_to_nanos(s: float) -> int:
-    """Float seconds to the integer nanoseconds the server expects (rounded to the nearest ns)."""
-    return round(s * _NANOS)
-
-
-def nanos_to_seconds(ns: int) -> float:
-    """Integer nanoseconds from the server to float seconds."""
-    return ns / _NANOS
-
-
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*(?:([Zz])|([+-])(\d\d):?(\d\d))"
-)
-
-
-def parse_time(s: str | None) -> datetime | None:
-    """Parse an RFC 3339 timestamp (Go ``RFC3339Nano``) into an aware UTC ``datetime``.
-
-    Digits beyond microseconds are truncated. ``None`` and Go's zero time
-    ``"0001-01-01T00:00:00Z"`` (the server's "unset") give ``None``. Raises ``ValueError``.
-    """
-    if s is None:
-        return None
-    if not isinstance(s, str):
-        raise TypeError(f"timestamp must be an RFC 3339 str, got {type(s).__name__}")
-    m = _RFC3339.fullmatch(s.strip())
-    if m is None:
-        raise ValueError(f"not an RFC 3339 timestamp: {s!r}")
-    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = m.groups()
-    micros = int((frac or "0")[:6].ljust(6, "0"))
-    if zulu:
-        tz = timezone.utc
-    else:
-        offset = timedelta(hours=int(off_h), minutes=int(off_m))
-        tz = timezone(-offset if sign == "-" else offset)
-    try:
-        dt = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=tz)
-        if dt.year == 1 and dt.replace(tzinfo=None) == datetime(1, 1, 1) and dt.utcoffset() == timedelta(0):
-            return None  # Go's time.Time{} on the wire means "not set"
-        return dt.astimezone(timezone.utc)
-    except (ValueError, OverflowError) as exc:
-        raise ValueError(f"not a valid timestamp: {s!r} ({exc})") from None
-
-
-def format_time(dt: datetime) -> str:
-    """Format an aware ``datetime`` as RFC 3339 in UTC with a ``Z`` (as Go writes it).
-
-    Raises ``ValueError`` for a naive datetime: whether it meant local time or UTC differs
-    between a notebook and a Spark executor, so the caller must say.
-    """
-    if not isinstance(dt, datetime):
-        raise TypeError(f"expected a datetime, got {type(dt).__name__}")
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError(f"naive datetime {dt!r}: attach a timezone, e.g. dt.replace(tzinfo=timezone.utc)")
-    u = dt.astimezone(timezone.utc)
-    frac = f".{u.microsecond:06d}".rstrip("0") if u.microsecond else ""
-    return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}{frac}Z"
-
 
 # ---------------------------------------------------------------------------------------------
 # Enums (str-valued, built from their JSON value)
@@ -386,6 +304,10 @@ def _conv_time(value: Any, *, field: str) -> datetime | None:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError(f"{field} must be a timezone-aware datetime (got naive {value!r})")
+        if isinstance(value, Timestamp):
+            if value.utcoffset() == timedelta(0):
+                return value  # keeps its nanoseconds and the server's text
+            return Timestamp._make(value.astimezone(timezone.utc), value.nanosecond)
         return value.astimezone(timezone.utc)
     raise TypeError(f"{field} must be a datetime or an RFC 3339 str, got {type(value).__name__}")
 
@@ -486,7 +408,8 @@ def _nested_list(target: type, **kw: Any) -> Any:
 
 
 def _extra() -> Any:
-    """Keys this client does not know, exactly as the server sent them (written back out)."""
+    """Keys this client does not know, and values it reads as None (Go's zero time, -1 for "never"),
+    exactly as the server sent them (written back out)."""
     return _field(_conv_dict, kind="extra", factory=dict, repr=False)
 
 
@@ -591,6 +514,9 @@ class _BadField(ValueError):
         self.path, self.reason = path, reason
 
 
+_GO_ZERO_TIME = "0001-01-01T00:00:00Z"  # how the server writes an unset time.Time
+
+
 def _from_wire(cls: type, data: Mapping[str, Any], strict: bool) -> Any:
     if not isinstance(data, Mapping):
         raise TypeError(f"{cls.__name__}.from_response expects a dict, got {type(data).__name__}")
@@ -599,11 +525,16 @@ def _from_wire(cls: type, data: Mapping[str, Any], strict: bool) -> Any:
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     nested_unknown: list[str] = []
+    kept: dict[str, Any] = {}  # wire values read as None, written back as they came
     for key, value in data.items():
         slot = slots.get(key)
         if slot is not None:
             try:
-                kwargs[slot.name] = _decode(slot, value, strict)
+                decoded = kwargs[slot.name] = _decode(slot, value, strict)
+                if decoded is None and value is not None:
+                    kept[key] = value
+                elif slot.kind == "time" and value == _GO_ZERO_TIME:
+                    kept[key] = value
             except _UnknownKeys as exc:  # strict: keep going, report every unknown key at once
                 nested_unknown += [f"{key}{p}" for p in exc.paths]
             except _BadField as exc:
@@ -616,6 +547,7 @@ def _from_wire(cls: type, data: Mapping[str, Any], strict: bool) -> Any:
             extra[key] = value
     if strict and (extra or nested_unknown):
         raise _UnknownKeys(cls, sorted([*extra, *nested_unknown]))
+    extra.update(kept)
     if extra:
         kwargs["extra"] = extra
     return cls(**kwargs)

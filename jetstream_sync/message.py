@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._headers import Headers, decode_headers
+from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Msg", "MsgMetadata", "SequencePair", "parse_metadata"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # One lock for every message's ack flag: a lock per message would cost an
 # allocation on the hot path, and contention on acks of one message is rare.
 _ACK_LOCK = threading.Lock()
@@ -49,8 +49,11 @@ class MsgMetadata:
     sequence: SequencePair
     num_delivered: int
     num_pending: int
-    #: When the message was stored (timezone-aware UTC).
-    timestamp: _dt.datetime
+    #: When the message was stored: a timezone-aware UTC datetime (a :class:`Timestamp` that also
+    #: keeps the nanoseconds).
+    timestamp: Timestamp
+    #: When the message was stored, in exact integer nanoseconds since the Unix epoch.
+    timestamp_ns: int
     #: The JetStream domain, or None.
     domain: str | None = None
 
@@ -82,7 +85,8 @@ def parse_metadata(reply: str) -> MsgMetadata:
             sequence=SequencePair(stream=int(sseq), consumer=int(cseq)),
             num_delivered=int(delivered),
             num_pending=int(pending),
-            timestamp=_EPOCH + _dt.timedelta(microseconds=int(ts) // 1000),
+            timestamp=Timestamp.from_ns(int(ts)),
+            timestamp_ns=int(ts),
             domain=domain,
         )
     except ValueError:

@@ -208,18 +208,19 @@ class TestStreamInfoRoundTrip:
         assert info.state.consumer_count == 1
         assert info.extra == {}
 
-    def test_nanosecond_timestamps_become_aware_datetimes_truncated_to_microseconds(self):
+    def test_nanosecond_timestamps_become_aware_datetimes_that_keep_every_digit(self):
         info = StreamInfo.from_response(STREAM_INFO, strict=True)
-        assert info.created == datetime(2026, 11, 22, 0, 52, 35, 872090, tzinfo=UTC)
-        assert info.state.first_ts == datetime(2026, 11, 22, 0, 52, 35, 873680, tzinfo=UTC)
-        assert info.ts == datetime(2026, 11, 22, 0, 52, 35, 874969, tzinfo=UTC)  # 8 fraction digits
-        assert info.created.tzinfo is not None
+        assert info.created.replace(tzinfo=UTC) == datetime(2026, 11, 22, 0, 52, 35, 872090, tzinfo=UTC)
+        assert (info.created.microsecond, info.created.nanosecond) == (872090, 448)
+        assert info.state.first_ts.timestamp_ns() % 1_000_000_000 == 873680604
+        assert (info.ts.microsecond, info.ts.nanosecond) == (874969, 90)  # 8 fraction digits
+        assert info.created.tzinfo is not None and info.created.utcoffset() == timedelta(0)
 
     def test_cluster_info_nests_as_attributes(self):
         cluster = StreamInfo.from_response(STREAM_INFO, strict=True).cluster
         assert isinstance(cluster, ClusterInfo)
         assert (cluster.name, cluster.leader, cluster.raft_group) == ("C1", "n1", "S-R3F-dN3eVRLh")
-        assert cluster.leader_since == datetime(2026, 11, 22, 0, 52, 36, 11223, tzinfo=UTC)
+        assert cluster.leader_since.timestamp_ns() % 1_000_000_000 == 11223344
         n2, n3 = cluster.replicas
         assert (n2.name, n2.current, n2.active, n2.peer) == ("n2", True, 0.412345678, "yrzKKRBu")
         assert (n3.offline, n3.lag, n3.active) == (True, 7, 0.0)
@@ -283,7 +284,7 @@ class TestStreamInfoRoundTrip:
         assert as_dict.keys() == {k for k in raw if k not in StreamInfo._envelope}
         assert as_dict["config"] == raw["config"] and as_dict["alternates"] == raw["alternates"]
         assert as_dict["state"]["messages"] == raw["state"]["messages"]
-        assert raw["created"].startswith(as_dict["created"][:-1])      # times keep microseconds
+        assert as_dict["created"] == raw["created"] and as_dict["ts"] == raw["ts"]   # every digit
         assert json.loads(json.dumps(as_dict)) == as_dict
 
     def test_to_request_output_does_not_alias_the_kept_unknown_values(self):
@@ -300,8 +301,9 @@ class TestConsumerInfoRoundTrip:
         assert (info.stream_name, info.name) == ("ORDERS", "proc")
         assert info.num_ack_pending == 2 and info.num_pending == 3 and info.num_redelivered == 1
         assert info.delivered.stream_seq == 4 and info.ack_floor.consumer_seq == 5
-        assert info.delivered.last_active == datetime(2026, 11, 22, 0, 52, 36, 20618, tzinfo=UTC)
-        assert info.ack_floor.last_active == datetime(2026, 11, 22, 0, 52, 36, 20500, tzinfo=UTC)
+        assert info.delivered.last_active == parse_time(CONSUMER_INFO["delivered"]["last_active"])
+        assert info.delivered.last_active.replace(tzinfo=UTC) == datetime(2026, 11, 22, 0, 52, 36, 20618, tzinfo=UTC)
+        assert info.ack_floor.last_active.replace(tzinfo=UTC) == datetime(2026, 11, 22, 0, 52, 36, 20500, tzinfo=UTC)
         assert info.cluster.replicas[0].active == 0.0015
         c = info.config
         assert c.ack_policy is AckPolicy.EXPLICIT and c.deliver_policy is DeliverPolicy.ALL
@@ -352,7 +354,8 @@ class TestOtherResponses:
         assert (msg.seq, msg.subject, msg.data) == (1, "ORDERS.new", b"hello0")
         assert isinstance(msg.headers, Headers)
         assert msg.headers == {"Nats-Msg-Id": "id0", "X-Multi": "a", "lower-key": "sp"}
-        assert msg.time == datetime(2026, 11, 22, 0, 52, 35, 873680, tzinfo=UTC)
+        assert msg.time.replace(tzinfo=UTC) == datetime(2026, 11, 22, 0, 52, 35, 873680, tzinfo=UTC)
+        assert msg.time.nanosecond == 604
 
     def test_stored_msg_accepts_the_whole_response_body(self):
         assert StoredMsg.from_response(MSG_GET, strict=True) == StoredMsg.from_response(MSG_GET["message"])
@@ -444,8 +447,10 @@ class TestDurations:
 
 
 class TestTimes:
-    def test_parse_nanoseconds_truncates_to_microseconds(self):
-        assert parse_time("2024-01-02T03:04:05.123456789Z") == datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+    def test_parse_nanoseconds_keeps_them_beside_the_microseconds(self):
+        t = parse_time("2024-01-02T03:04:05.123456789Z")
+        assert t.replace(tzinfo=UTC) == datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+        assert t.nanosecond == 789
 
     def test_parse_short_fraction_and_no_fraction(self):
         assert parse_time("2024-01-02T03:04:05.5Z").microsecond == 500000
@@ -453,7 +458,8 @@ class TestTimes:
 
     def test_parse_offset_is_converted_to_utc(self):
         dt = parse_time("2024-01-02T03:04:05.000000001+02:00")
-        assert dt == datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC) and dt.utcoffset() == timedelta(0)
+        assert dt.replace(tzinfo=UTC) == datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC) and dt.utcoffset() == timedelta(0)
+        assert dt.nanosecond == 1
 
     def test_go_zero_time_and_none_are_unset(self):
         assert parse_time("0001-01-01T00:00:00Z") is None
@@ -477,9 +483,12 @@ class TestTimes:
     def test_time_fields_accept_datetime_or_string_and_write_rfc3339(self):
         start = datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
         a = ConsumerConfig(deliver_policy="by_start_time", opt_start_time=start)
-        b = ConsumerConfig(deliver_policy="by_start_time", opt_start_time="2024-01-02T03:04:05.123456789Z")
+        b = ConsumerConfig(deliver_policy="by_start_time", opt_start_time="2024-01-02T03:04:05.123456Z")
         assert a == b
         assert a.to_request() == {"deliver_policy": "by_start_time", "opt_start_time": "2024-01-02T03:04:05.123456Z"}
+        nanos = ConsumerConfig(deliver_policy="by_start_time", opt_start_time="2024-01-02T03:04:05.123456789Z")
+        assert nanos != a  # a different instant, 789 ns later
+        assert nanos.to_request()["opt_start_time"] == "2024-01-02T03:04:05.123456789Z"
 
     def test_naive_datetime_in_a_field_is_rejected_naming_it(self):
         with pytest.raises(ValueError, match="pause_until"):
@@ -777,7 +786,8 @@ class TestSerialization:
             StreamInfo.from_response([1, 2])
 
     def test_every_public_name_is_exported(self):
-        public = {n for n, v in vars(cfgmod).items() if not n.startswith("_") and getattr(v, "__module__", None) == cfgmod.__name__}
+        public = {n for n, v in vars(cfgmod).items() if not n.startswith("_")
+                  and getattr(v, "__module__", None) in (cfgmod.__name__, "jetstream_sync._time")}
         assert public == set(cfgmod.__all__)
         assert cfgmod.__all__ == sorted(cfgmod.__all__)
 

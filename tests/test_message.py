@@ -88,12 +88,17 @@ class TestParseMetadata:
         with pytest.raises(ValueError):
             parse_metadata(reply)
 
-    def test_the_timestamp_is_timezone_aware_utc_to_the_microsecond(self):
+    def test_the_timestamp_is_timezone_aware_utc(self):
         ts = parse_metadata(f"$JS.ACK.ORDERS.worker.1.2.3.{TS_NANOS}.0").timestamp
         assert ts.tzinfo is not None
         assert ts.utcoffset() == dt.timedelta(0)
-        assert ts == dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=dt.timezone.utc)
+        assert ts.replace(tzinfo=dt.timezone.utc) == dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=dt.timezone.utc)
         assert ts.microsecond == 123456
+
+    def test_the_timestamp_keeps_its_nanoseconds(self):
+        md = parse_metadata(f"$JS.ACK.ORDERS.worker.1.2.3.{TS_NANOS}.0")
+        assert md.timestamp_ns == TS_NANOS
+        assert md.timestamp.nanosecond == TS_NANOS % 1000 and md.timestamp.timestamp_ns() == TS_NANOS
 
     def test_the_timestamp_of_the_twelve_token_format_is_parsed_the_same_way(self):
         nine = parse_metadata(f"$JS.ACK.ORDERS.worker.1.2.3.{TS_NANOS}.0").timestamp
