@@ -668,32 +668,51 @@ class Client:
         """
         t = self.timeout_or_default(timeout)
         self._lt.check_usable()
-
-        async def go() -> None:
-            nc = self._nc
-            # nats-py writes its PING straight to the socket, ahead of commands
-            # still buffered for the flusher; write those first so the PONG
-            # really means "the server has everything sent before flush()".
-            if nc.is_connected and nc._pending_data_size:
-                nc._transport.writelines(nc._pending[:])
-                nc._pending = []
-                nc._pending_data_size = 0
-            await nc.flush(timeout=int(t) + 1 if t is not None else 3600)
-
         # Outbox items scheduled before this call are flushed first: call_soon is FIFO.
-        self.call(go(), t)
+        self.call(self._read_by_server(t if t is not None else 3600), t)
+
+    async def _read_by_server(self, timeout: float) -> None:
+        """(loop thread) Return once the server has read every command written so far (a PING/PONG)."""
+        nc = self._nc
+        # nats-py writes its PING straight to the socket, ahead of commands
+        # still buffered for the flusher; write those first so the PONG
+        # really means "the server has everything sent before this".
+        if nc.is_connected and nc._pending_data_size:
+            nc._transport.writelines(nc._pending[:])
+            nc._pending = []
+            nc._pending_data_size = 0
+        await nc.flush(timeout=int(timeout) + 1)
+
+    def confirm_writes(self, timeout: float | None = None) -> bool:
+        """Block until the server has read every ack and publish written so far; True once it has.
+
+        One PING/PONG, bounded by ``timeout`` (default: the client's). Returns False at once
+        when the client is closed or disconnected (queued writes then go out on reconnect, or
+        never), and False after ``timeout``. Never raises a client error; KeyboardInterrupt
+        propagates. Used where "closed" must mean "the server has every ack" (consume, messages).
+        """
+        if self._lt.closed or not self._nc.is_connected or self._lt.on_loop_thread():
+            return False
+        try:
+            self.flush(self._timeout if timeout is None else timeout)
+            return True
+        except errors.JetStreamError as exc:
+            log.debug("jetstream_sync: could not confirm the last writes: %s", exc)
+            return False
 
     def drain(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
         """Drain subscriptions and pending publishes, then close. Blocks until closed.
 
-        Idempotent; raises nothing if already closed.
+        Every ack and publish written before the call has been read by the server (a
+        PING/PONG) before the subscriptions drain. Idempotent; raises nothing if already closed.
         """
         self._shutdown(drain=True, timeout=self.timeout_or_default(timeout))
 
     def close(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
         """Close the connection, stop the loop thread and join it. Blocks at most ``timeout``.
 
-        Writes already queued (acks, publishes) are flushed first. Every call
+        Writes already queued (acks, publishes) are flushed first and, while connected, read
+        by the server (a PING/PONG) before the connection closes. Every call
         waiting on this client gets :class:`ClientClosedError`. Idempotent; a
         no-op in a forked child (the connection belongs to the parent).
         Raises ``RuntimeError`` if called on the loop thread.
@@ -714,10 +733,13 @@ class Client:
                     if nc.is_closed:
                         return
                     try:
+                        # Everything written before close()/drain() (acks of handled
+                        # messages, publishes) is read by the server before we hang up.
+                        # While reconnecting a flush could only wait out its timeout.
+                        if nc.is_connected:
+                            await asyncio.wait_for(self._read_by_server(max(1.0, budget / 2)), budget / 2)
                         if drain:
                             await asyncio.wait_for(nc.drain(), budget)
-                        elif nc.is_connected:  # while reconnecting a flush could only wait out its timeout
-                            await asyncio.wait_for(nc.flush(timeout=max(1, int(budget / 2))), budget / 2)
                     except Exception:
                         pass
                     if not nc.is_closed:

@@ -53,6 +53,14 @@ def _hand_back(q: queue.SimpleQueue, engine: ContinuousPull) -> bool:
             ended = True
 
 
+def _wait_halted(engine: ContinuousPull, limit: float = 2.0) -> None:
+    """Wait (at most ``limit`` s, in wakeful slices) until the engine can deliver nothing more."""
+    deadline = time.monotonic() + limit
+    while not engine.halted.wait(WAKE_INTERVAL):
+        if time.monotonic() > deadline:
+            return
+
+
 class MessageStream:
     """``consumer.messages()``: a blocking iterator over the ADR-37 continuous pull.
 
@@ -69,6 +77,7 @@ class MessageStream:
         self._client = consumer.client
         self._ended = False
         self._stopping = False
+        self._confirmed = False  # the server has read every ack written before the end
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
         self._client.call(self._engine.start(), consumer.js.timeout)
@@ -108,7 +117,7 @@ class MessageStream:
             except queue.Empty:
                 if self._ended or (self._stopping and self._engine.halted.is_set()):
                     # stop() from another thread took the end marker, or nothing more will come.
-                    self._ended = True
+                    self._end()
                     raise StopIteration from None
                 continue
             if type(item) is Msg:
@@ -122,11 +131,21 @@ class MessageStream:
                 self.warnings.append(item.error)
                 continue
             # Terminal: everything before it was already returned (FIFO).
-            self._ended = True
+            self._end()
             if item.error is not None and not self._stopping:
                 self.error = item.error
                 raise item.error
             raise StopIteration
+
+    def _end(self) -> None:
+        """Iteration is over: it ends once the server has read every ack written before."""
+        self._ended = True
+        self._confirm()
+
+    def _confirm(self) -> None:
+        if not self._confirmed:
+            self._confirmed = True
+            self._client.confirm_writes()
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -137,17 +156,25 @@ class MessageStream:
     def stop(self) -> None:
         """Stop pulling; messages buffered and not yet returned are NAKed for prompt redelivery.
 
-        Iteration then ends. Never blocks on the network. Idempotent.
+        Iteration then ends. Blocks for one round trip (at most the client's timeout) until the
+        server has read every ack, nak and term written so far, so a consumer's info read next
+        shows them; returns at once when disconnected or closed. Idempotent.
         """
         self._stopping = True
         self._engine.stop_soon()
-        # Hand back what is buffered now; what the loop adds before the pull
-        # halts is NAKed by next() or by the engine itself.
+        # Once halted the engine hands nothing more to the queue (it NAKs late arrivals
+        # itself), so one hand-back after that empties it for good.
+        _wait_halted(self._engine)
         if _hand_back(self._q, self._engine):
             self._ended = True
+        self._confirm()
 
     def drain(self) -> None:
-        """Stop pulling; messages already buffered are still returned, then iteration ends."""
+        """Stop pulling; messages already buffered are still returned, then iteration ends.
+
+        Returns at once. When iteration ends, the server has read every ack written before
+        (one round trip, as :meth:`stop`).
+        """
         self._engine.stop_soon()
 
     def __enter__(self) -> "MessageStream":
@@ -210,6 +237,7 @@ class ConsumeHandle:
         self._threads = [threading.Thread(target=self._work, name=f"jetstream-sync-worker-{consumer.name}-{i}",
                                           daemon=True) for i in range(workers)]
         self._alive = workers
+        self._client = consumer.client
         consumer.client.call(self._engine.start(), consumer.js.timeout)
         for t in self._threads:
             t.start()
@@ -270,14 +298,13 @@ class ConsumeHandle:
             if last:
                 self._engine.stop_soon()
                 self._release_leftovers()
+                # "closed" means the server has every ack/nak/term the workers wrote.
+                self._client.confirm_writes()
                 self._closed.set()
 
     def _release_leftovers(self) -> None:
         """Last worker out: once the pull has halted nothing more arrives; NAK what nobody took."""
-        deadline = time.monotonic() + 2.0
-        while not self._engine.halted.wait(WAKE_INTERVAL):
-            if time.monotonic() > deadline:
-                break
+        _wait_halted(self._engine)
         _hand_back(self._q, self._engine)
 
     def _handle(self, msg: Msg) -> None:
@@ -339,7 +366,11 @@ class ConsumeHandle:
         self._wake_all()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the handle is fully closed (at most ``timeout`` s); return whether it is."""
+        """Block until the handle is fully closed (at most ``timeout`` s); return whether it is.
+
+        Fully closed includes the server having read the workers' acks (see :attr:`closed`),
+        so a consumer's info read next shows them.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._closed.is_set():
             wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
@@ -350,7 +381,8 @@ class ConsumeHandle:
 
     @property
     def closed(self) -> bool:
-        """True once every worker has exited and no pull is left."""
+        """True once every worker has exited, no pull is left and the server has read every
+        ack, nak and term the workers wrote (one PING/PONG; skipped while disconnected)."""
         return self._closed.is_set()
 
     @property

@@ -740,3 +740,17 @@ class TestCoreNats:
     def test_publish_larger_than_max_payload_raises_value_error_naming_data(self, client):
         with pytest.raises(ValueError, match="data"):
             client.publish("big", b"x" * (client.max_payload + 1))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["close", "drain"])
+def test_acks_written_before_close_or_drain_have_reached_the_server(nats_server, js, how):
+    stream = js.create_stream(name="CLOSEACK", subjects=["closeack.>"], storage="memory")
+    durable = stream.create_consumer(durable_name="d")
+    for run in range(50):
+        js.publish("closeack.a", b"x")
+        with jss.connect(nats_server.url, name="acker") as other:
+            msg = other.jetstream().consumer("CLOSEACK", "d").next(timeout=5)
+            msg.ack()
+            getattr(other, how)()
+        assert durable.info().num_ack_pending == 0, f"run {run}: the ack had not reached the server"

@@ -428,3 +428,13 @@ def test_bad_consume_arguments_are_refused_before_anything_is_sent(js, consumer,
     publish(js, 1)
     assert_sends_nothing(api_spy, js, lambda: call(consumer), exc, match)
     assert consumer.info().num_pending == 1
+
+
+@pytest.mark.timeout(120)
+def test_leaving_consume_means_every_ack_has_reached_the_server_two_hundred_times_in_a_row(js, consumer):
+    for run in range(200):
+        publish(js, 3)
+        with consumer.consume(lambda msg: msg.ack(), max_messages=10) as handle:
+            wait_for(lambda: handle.stats.received == 3, 10, what="three messages received")
+        assert handle.closed and handle.wait(0) and handle.stats.handled == 3
+        assert consumer.info().num_ack_pending == 0, f"run {run}: an ack had not reached the server"

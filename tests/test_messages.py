@@ -451,3 +451,25 @@ def test_a_message_larger_than_max_bytes_is_reported_once_and_does_not_make_the_
     msgs.stop()
     assert any("larger than max_bytes" in str(w) for w in msgs.warnings)
     assert msgs._engine.pulls <= 4  # one pull, then one per 1 s back-off; not thousands
+
+
+# --- the end means every ack reached the server -------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["stop", "drain"])
+def test_once_the_stream_ends_every_ack_has_reached_the_server_two_hundred_times_in_a_row(
+        js, subject, consumer, how):
+    for run in range(200):
+        publish(js, subject, 3)
+        with consumer.messages(max_messages=10) as msgs:
+            if how == "drain":
+                msgs.next(timeout=5).ack()
+                msgs.drain()
+                for msg in msgs:  # the buffered rest, then the end
+                    msg.ack()
+            else:
+                for _ in range(3):
+                    msgs.next(timeout=5).ack()
+        # stop() on leaving the block; the end of iteration after drain()
+        assert consumer.info().num_ack_pending == 0, f"run {run}: an ack had not reached the server"
