@@ -184,7 +184,7 @@ class Publisher:
         with self._lock:
             if len(pending) < self.max_pending:
                 # Registered before the write is queued, so the reply cannot beat it.
-                pending[token] = (fut, deadline, subject)
+                pending[token] = (fut, deadline, subject, timeout)
                 token_in = True
             else:
                 token_in = False
@@ -209,7 +209,7 @@ class Publisher:
         while True:
             with self._lock:
                 if len(pending) < self.max_pending:
-                    pending[token] = (fut, time.monotonic() + timeout, subject)
+                    pending[token] = (fut, time.monotonic() + timeout, subject, timeout)
                     return
                 self._blocked += 1
             try:
@@ -223,8 +223,9 @@ class Publisher:
             if self._closed:
                 raise errors.ClientClosedError("the connection closed while waiting for a publish slot")
             if give_up is not None and time.monotonic() >= give_up:
-                raise errors.TimeoutError(
-                    f"publish window full: {self.max_pending} publishes unacknowledged for {wait_slot:.3g}s")
+                raise errors.TimeoutError.after(
+                    f"publish to {subject!r}", wait_slot,
+                    f"the publish window stayed full ({self.max_pending} publishes unacknowledged)")
 
     # -- loop thread ------------------------------------------------------
 
@@ -278,9 +279,10 @@ class Publisher:
                 if not self._pending:
                     continue
                 now = time.monotonic()
-                for token, (fut, deadline, _subject) in list(self._pending.items()):
+                for token, (fut, deadline, subject, timeout) in list(self._pending.items()):
                     if deadline <= now:
-                        self.fail(token, errors.TimeoutError("no PubAck from the server in time"))
+                        self.fail(token, errors.TimeoutError.after(f"publish to {subject!r}", timeout,
+                                                                   "no PubAck from the server"))
         finally:
             self.close()
 

@@ -100,6 +100,40 @@ class ApiPrefix:
     def msg_next(self, stream: str, consumer: str) -> str:
         return self("CONSUMER.MSG.NEXT", stream, consumer)
 
+    def describe(self, subject: str) -> str:
+        """What a request on ``subject`` does, in words, with the subject: for error messages.
+
+        ``$JS.API.CONSUMER.CREATE.ORDERS.C`` gives ``create consumer 'C' on stream 'ORDERS'
+        ($JS.API.CONSUMER.CREATE.ORDERS.C)``. No I/O.
+        """
+        return f"{_describe(subject[len(self.prefix) + 1:].split('.'))} ({subject})"
+
+
+_STREAM_OPS = {"CREATE": "create stream", "UPDATE": "update stream", "INFO": "stream info of",
+               "DELETE": "delete stream", "PURGE": "purge stream", "MSG.GET": "get message from stream",
+               "MSG.DELETE": "delete message from stream"}
+_CONSUMER_OPS = {"CREATE": "create consumer", "INFO": "consumer info of", "DELETE": "delete consumer",
+                 "MSG.NEXT": "pull request to consumer"}
+
+
+def _describe(tokens: list[str]) -> str:
+    kind, rest = tokens[0], tokens[1:]
+    if tokens == ["INFO"]:
+        return "account info"
+    if kind == "DIRECT" and rest[:1] == ["GET"] and len(rest) > 1:
+        return f"direct get from stream {rest[1]!r}"
+    if kind in ("STREAM", "CONSUMER") and rest[:1] in (["LIST"], ["NAMES"]):
+        return "list streams" if kind == "STREAM" else f"list consumers of stream {(rest[1:] or ['?'])[0]!r}"
+    two = ".".join(rest[:2])
+    op, args = (two, rest[2:]) if two in ("MSG.GET", "MSG.DELETE", "MSG.NEXT") else (rest[0] if rest else "", rest[1:])
+    if kind == "STREAM" and op in _STREAM_OPS and args:
+        return f"{_STREAM_OPS[op]} {args[0]!r}"
+    if kind == "CONSUMER" and op in _CONSUMER_OPS and args:
+        if len(args) == 1:
+            return f"{_CONSUMER_OPS[op]} on stream {args[0]!r}"
+        return f"{_CONSUMER_OPS[op]} {args[1]!r} on stream {args[0]!r}"
+    return "JetStream API request"
+
 
 def decode(data: bytes) -> dict[str, Any]:
     """Decode a JetStream API response; raise the matching ``APIError`` for an error envelope."""

@@ -659,7 +659,10 @@ class Client:
             m = await self._nc.request(subject, payload, timeout=t if t is not None else 1e9, headers=hdrs)
             return Msg.from_nats(self, m)
 
-        return self.call(go(), t)
+        try:
+            return self.call(go(), t)
+        except errors.TimeoutError as exc:
+            raise errors.TimeoutError.after(f"request to {subject!r}", t, "no reply") from exc
 
     def flush(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
         """Block until the server has processed everything written so far (a PING/PONG).
@@ -669,7 +672,11 @@ class Client:
         t = self.timeout_or_default(timeout)
         self._lt.check_usable()
         # Outbox items scheduled before this call are flushed first: call_soon is FIFO.
-        self.call(self._read_by_server(t if t is not None else 3600), t)
+        try:
+            self.call(self._read_by_server(t if t is not None else 3600), t)
+        except errors.TimeoutError as exc:
+            raise errors.TimeoutError.after(f"flush to {self.connected_url or 'the server'}", t,
+                                            "no PONG for the PING") from exc
 
     async def _read_by_server(self, timeout: float) -> None:
         """(loop thread) Return once the server has read every command written so far (a PING/PONG)."""

@@ -117,8 +117,11 @@ class Consumer:
                     return msg
             finally:
                 batch.stop()
-            raise errors.TimeoutError(f"no message from consumer {self.name!r} within {timeout:.3g}s")
-        return inbox.next(opts, f"consumer {self.name!r}")
+            raise errors.TimeoutError.after(self._next_what(), timeout, "no message")
+        return inbox.next(opts, self._next_what())
+
+    def _next_what(self) -> str:
+        return f"next() on consumer {self.name!r} of stream {self.stream_name!r}"
 
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,

@@ -198,9 +198,39 @@ class NoHeartbeatError(JetStreamError):
 
 
 class TimeoutError(JetStreamError, builtins.TimeoutError):  # noqa: A001 - deliberate, documented
-    """An operation did not finish in time. Also a ``builtins.TimeoutError``."""
+    """An operation did not finish in time. Also a ``builtins.TimeoutError``.
+
+    The message names the operation, its target and the time waited, e.g. ``create consumer 'C'
+    on stream 'ORDERS' ($JS.API.CONSUMER.CREATE.ORDERS.C) timed out after 5.0 s``. The same
+    facts are attributes: ``operation`` (what and on what) and ``timeout`` (seconds waited, per
+    attempt when the call was retried), None where unknown.
+    """
 
     retriable = True
+    operation: str | None = None
+    timeout: float | None = None
+
+    @classmethod
+    def after(cls, operation: str, timeout: float | None, detail: str = "") -> "TimeoutError":
+        """``<operation> timed out after <timeout> s[: <detail>]``, with the attributes set."""
+        waited = "" if timeout is None else f" after {seconds_text(timeout)}"
+        exc = cls(f"{operation} timed out{waited}{': ' + detail if detail else ''}")
+        exc.operation, exc.timeout = operation, timeout
+        return exc
+
+    def __reduce__(self) -> Any:
+        return (_restore_timeout, (type(self), self.args, self.operation, self.timeout))
+
+
+def _restore_timeout(cls: type, args: tuple, operation: str | None, timeout: float | None) -> TimeoutError:
+    exc = cls(*args)
+    exc.operation, exc.timeout = operation, timeout
+    return exc
+
+
+def seconds_text(seconds: float) -> str:
+    """``5.0 s``, ``0.25 s``: seconds as error messages spell them."""
+    return f"{float(round(seconds, 3))} s"
 
 
 class NoRespondersError(JetStreamError):

@@ -130,6 +130,7 @@ class JetStream:
         t = self.resolve_timeout(timeout)
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         client = self._client
+        named = self._timeout_namer(subject, t, idempotent)
 
         def once() -> dict[str, Any]:
             try:
@@ -138,9 +139,23 @@ class JetStream:
                 raise errors.JetStreamNotEnabledError(
                     f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
                 ) from exc
+            except errors.TimeoutError as exc:
+                raise named() from exc
             return decode(reply.data)
 
         return self.retry.call(once) if idempotent else once()
+
+    def _timeout_namer(self, subject: str, timeout: float | None, retried: bool) -> Any:
+        """A function building the TimeoutError of one attempt at ``subject``: what, where, how long."""
+        what = self.api.describe(subject)
+        attempts = self.retry.attempts if retried else 1
+        tries = iter(range(1, attempts + 1))
+
+        def named() -> errors.TimeoutError:
+            n = next(tries, attempts)
+            return errors.TimeoutError.after(what, timeout, f"attempt {n} of {attempts}" if attempts > 1 else "")
+
+        return named
 
     def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> tuple[bytes, Headers | None]:
         """An idempotent request whose reply is a message, not JSON (direct get); retried.
@@ -189,8 +204,13 @@ class JetStream:
                 client.remove_listener(listener)  # type: ignore[arg-type]
                 await client.unsubscribe_raw(sub)
 
+        named = self._timeout_namer(subject, t, True)
+
         def once() -> tuple[bytes, Headers | None]:
-            data, raw = client.call(go(), t)
+            try:
+                data, raw = client.call(go(), t)
+            except errors.TimeoutError as exc:
+                raise named() from exc
             hdrs = decode_headers(raw) if raw else None
             if hdrs is not None and hdrs.get("Status") == "503" and not data:
                 raise errors.JetStreamNotEnabledError(
@@ -447,7 +467,8 @@ class JetStream:
         def once() -> PubAck:
             fut = self._publisher.submit(head, tail, limit, t, subject)
             deadline = None if t is None else time.monotonic() + t + BRIDGE_GRACE
-            return wait_future(fut, deadline, lambda: errors.TimeoutError("no PubAck from the server in time"))
+            return wait_future(fut, deadline, lambda: errors.TimeoutError.after(
+                f"publish to {subject!r}", t, "no PubAck from the server"))
 
         return self.retry.call(once) if msg_id is not None else once()
 
@@ -483,8 +504,8 @@ class JetStream:
         deadline = None if t is None else time.monotonic() + t
         for fut in self._publisher.outstanding():
             try:
-                wait_future(fut, deadline, lambda: errors.TimeoutError(
-                    f"{self._publisher.in_flight()} publishes still unacknowledged after {t:.3g}s"))
+                wait_future(fut, deadline, lambda: errors.TimeoutError.after(
+                    "publish_async_complete", t, f"{self._publisher.in_flight()} publishes still unacknowledged"))
             except errors.TimeoutError:
                 if not fut.done():
                     raise

@@ -15,7 +15,7 @@ import attrs
 
 from ._headers import Headers, decode_headers
 from ._time import Timestamp
-from .errors import JetStreamError, MessageAlreadyAckedError
+from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
 if TYPE_CHECKING:
     from .client import Client
@@ -226,9 +226,21 @@ class Msg:
             self._acked = True
         try:
             client.call(client.nc.request(self.reply, _ACK, timeout=t if t is not None else 1e9), t)
+        except TimeoutError as exc:
+            self._acked = False
+            raise TimeoutError.after(f"double_ack of {self._describe()}", t, "no confirmation from the server; "
+                                     "the ack may or may not have landed") from exc
         except BaseException:
             self._acked = False
             raise
+
+    def _describe(self) -> str:
+        try:
+            md = self.metadata
+        except ValueError:
+            return f"the message on {self.subject!r}"
+        return (f"message {md.sequence.stream} of stream {md.stream!r} "
+                f"(consumer {md.consumer!r}, subject {self.subject!r})")
 
     @property
     def acked(self) -> bool:

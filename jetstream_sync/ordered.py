@@ -209,12 +209,14 @@ class OrderedConsumer:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise errors.TimeoutError(f"no message from the ordered consumer within {timeout:.3g}s")
+                raise errors.TimeoutError.after(f"next() on the ordered consumer of stream {self.stream_name!r}",
+                                                timeout, "no message")
             with self.fetch(1, expires=max(left, 0.001)) as batch:
                 for msg in batch:
                     return msg
             if not self._needs_reset:
-                raise errors.TimeoutError(f"no message from the ordered consumer within {timeout:.3g}s")
+                raise errors.TimeoutError.after(f"next() on the ordered consumer of stream {self.stream_name!r}",
+                                                timeout, "no message")
 
     # -- messages / consume ----------------------------------------------
 
@@ -487,8 +489,9 @@ class OrderedPull(ContinuousPull):
         hb = self._opts.idle_heartbeat
         if not self._paused and not self._resetting and time.monotonic() - self._last_seen >= 2 * hb:
             self._last_seen = time.monotonic()
-            self._sink(Warning_(errors.NoHeartbeatError(f"no message or heartbeat for {2 * hb:.3g}s; "
-                                                        "recreating the ordered consumer")))
+            self._sink(Warning_(errors.NoHeartbeatError(
+                f"ordered consumer of stream {self._oc.stream_name!r}: no message or heartbeat for {2 * hb:.3g}s; "
+                "recreating it")))
             self._reset_soon("heartbeat")
         self._arm_heartbeat()
 

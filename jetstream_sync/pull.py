@@ -234,7 +234,9 @@ class _FetchPull:
             return
         hb = self._opts.idle_heartbeat
         if hb is not None and now - self._last_seen >= 2 * hb:
-            self.end(errors.NoHeartbeatError(f"no heartbeat for {2 * hb:.3g}s during fetch"))
+            c = self._consumer
+            self.end(errors.NoHeartbeatError(f"fetch from consumer {c.name!r} of stream {c.stream_name!r}: "
+                                             f"no heartbeat for {2 * hb:.3g}s"))
             return
         self._arm()
 
@@ -563,7 +565,10 @@ class ContinuousPull:
             # The server (or the pull) is gone without a word: report it, forget
             # the credit that will never arrive and pull afresh.
             self._last_seen = now
-            self._sink(Warning_(errors.NoHeartbeatError(f"no message or heartbeat for {2 * hb:.3g}s")))
+            c = self._consumer
+            self._sink(Warning_(errors.NoHeartbeatError(
+                f"consumer {getattr(c, 'name', '?')!r} of stream {c.stream_name!r}: "
+                f"no message or heartbeat for {2 * hb:.3g}s")))
             with self._lock:
                 self._pending_msgs = 0
                 self._pending_bytes = 0
@@ -839,9 +844,9 @@ class NextInbox:
                 if client.is_closed:
                     raise errors.ClientClosedError("the client was closed during next()") from None
                 if now > deadline:
-                    raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s") from None
+                    raise errors.TimeoutError.after(what, opts.expires, "no message") from None
                 if hb is not None and now - last_seen >= 2 * hb:
-                    raise errors.NoHeartbeatError(f"no heartbeat for {2 * hb:.3g}s during next()") from None
+                    raise errors.NoHeartbeatError(f"{what}: no heartbeat for {2 * hb:.3g}s") from None
                 continue
             if len(item) == 1:  # the server refused the pull or the inbox
                 self._ok = True
@@ -855,7 +860,7 @@ class NextInbox:
                     continue
                 self._ok = True  # the server ended this request itself
                 if kind is Status.END:
-                    raise errors.TimeoutError(f"no message from {what} within {opts.expires:.3g}s")
+                    raise errors.TimeoutError.after(what, opts.expires, "no message")
                 assert err is not None
                 raise err
             self._ok = True
