@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import secrets
 import threading
 import time
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .jetstream import JetStream
 
 __all__ = ["OrderedConsumer"]
+
+log = logging.getLogger(__name__)
 
 #: Fields a user may set on an ordered consumer; the rest are fixed by its nature.
 _ALLOWED = frozenset({"filter_subject", "filter_subjects", "deliver_policy", "opt_start_seq", "opt_start_time",
@@ -253,18 +256,30 @@ class OrderedConsumer:
             self._leave()
             raise
 
-    def close(self) -> None:
-        """Delete the server-side consumer that fetch()/next() use (without waiting). Idempotent.
+    def close(self, *, wait: bool = False) -> None:
+        """Delete the server-side consumer that fetch()/next() use. Idempotent.
 
-        A later read creates a new one after the cursor; messages()/consume()
-        delete theirs when they stop. Without close() the server removes an
-        idle one after its inactive threshold.
+        Without ``wait`` the delete is sent and not waited for (never blocks). With ``wait=True``
+        it blocks until the server confirms, at most the context's timeout; a consumer already
+        gone is fine, and a failure (timeout, closed client) is logged, not raised: the server
+        still removes an idle consumer after its inactive threshold. A later read creates a new
+        one after the cursor; messages()/consume() delete theirs when they stop.
         """
         cur = self._current
         self._current = None
         self._needs_reset = True
-        if cur is not None:
+        if cur is None:
+            return
+        if not wait:
             _delete_quietly(self.client, self._js.api.consumer_delete(self.stream_name, cur.name))
+            return
+        try:
+            self._js.delete_consumer(self.stream_name, cur.name)
+        except errors.ConsumerNotFoundError:
+            pass
+        except errors.JetStreamError as exc:
+            log.info("jetstream_sync: could not delete ordered consumer %r on stream %r (the server removes it "
+                     "after its inactive threshold): %s", cur.name, self.stream_name, exc)
 
     def __enter__(self) -> "OrderedConsumer":
         return self

@@ -333,3 +333,65 @@ def test_pyspark_jetstream_exposes_the_data_source_and_register_adds_it_to_a_ses
     name = _new_stream(js)
     js.publish(f"{name}.x", b"x")
     assert _seqs(_reader(spark, nats_server, name).load()) == [1]
+
+
+# -- nothing left behind on the server ----------------------------------------------------------
+
+
+def _consumer_count(js, name):
+    return js.stream_info(name).state.consumer_count
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_1200_partition_read_leaves_no_consumer_and_a_second_read_succeeds(spark, js, nats_server):
+    # nats-server allows 1,000 consumers per stream: a read that left one per partition would fail the
+    # second read with "maximum consumers limit reached".
+    name = _new_stream(js, max_consumers=1000)
+    for i in range(1200):
+        js.publish_async(f"{name}.x", b"%d" % i)
+    js.publish_async_complete(timeout=30)
+    for _ in range(2):
+        df = _reader(spark, nats_server, name, minPartitions=1200).load()
+        assert df.rdd.getNumPartitions() == 1200
+        assert df.count() == 1200
+        assert _consumer_count(js, name) == 0
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_read_task_and_a_starting_timestamp_lookup_leave_no_consumer(spark, js, nats_server):
+    name = _new_stream(js)
+    for i in range(20):
+        js.publish(f"{name}.x", b"%d" % i)
+    reader = _reader(spark, nats_server, name, startingOffsets=json.dumps({name: 1}), minPartitions=2)
+    planned = reader.load()
+    planned.rdd.getNumPartitions()  # plans 1..20 while every message is there
+    js.stream(name).purge(sequence=15)  # the first partition's messages are gone: its task fails
+    with pytest.raises(Exception, match="no longer stored"):
+        planned.collect()
+    assert _consumer_count(js, name) == 0
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat()
+    assert _reader(spark, nats_server, name, startingTimestamp=stamp).load().count() == 0
+    assert _consumer_count(js, name) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_hundred_micro_batch_streaming_query_with_twenty_partitions_each_runs_to_its_end(
+        spark, js, nats_server, tmp_path):
+    name = _new_stream(js)
+    for i in range(2000):
+        js.publish_async(f"{name}.x", b"%d" % (i + 1))
+    js.publish_async_complete(timeout=30)
+    table = f"hundred_{name.lower()}"
+    query = (spark.readStream.format("jetstream").option("servers", nats_server.url).option("stream", name)
+             .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", 20)
+             .option("minPartitions", 20).load()
+             .writeStream.format("memory").queryName(table).option("checkpointLocation", str(tmp_path))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(540)
+    assert query.exception() is None
+    progress = [p for p in query.recentProgress if p.numInputRows]
+    assert max(p.batchId for p in progress) == 99 and all(p.numInputRows == 20 for p in progress)
+    assert _seqs(spark.table(table)) == list(range(1, 2001))
+    assert _consumer_count(js, name) == 0

@@ -120,9 +120,10 @@ _SEQS_PER_PARTITION = 10_000
 _FETCH = 1000
 #: Rows per Arrow record batch handed to Spark.
 _ARROW_ROWS = 4096
-#: An ordered consumer left behind by a killed task is removed by the server after this long. A
-#: slow reader is not hurt by it: the ordered consumer recreates itself after its cursor.
-_INACTIVE = 60.0
+#: Every read deletes its ordered consumer when it ends (also when it fails); one left behind by a
+#: killed task is removed by the server after this long. A slow reader is not hurt by a short
+#: threshold: the ordered consumer recreates itself after its cursor.
+_INACTIVE = 10.0
 #: Sent to the server by default: the connection name shown by `nats server report connections`.
 _DEFAULT_NAME = "jetstream-sync-spark"
 #: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
@@ -338,11 +339,14 @@ def _ordered(js: jss.JetStream, settings: _ReadSettings, **fields: Any) -> jss.O
 def _seq_at_time(js: jss.JetStream, settings: _ReadSettings, when: _dt.datetime) -> int | None:
     """Sequence of the first (matching) message stored at or after ``when``, or None."""
     oc = _ordered(js, settings, deliver_policy="by_start_time", opt_start_time=when)
-    for _ in range(2):  # an empty answer may be an ordered-consumer reset: ask once more
-        with oc.fetch_no_wait(1) as batch:
-            for msg in batch:
-                return msg.metadata.sequence.stream
-    return None
+    try:
+        for _ in range(2):  # an empty answer may be an ordered-consumer reset: ask once more
+            with oc.fetch_no_wait(1) as batch:
+                for msg in batch:
+                    return msg.metadata.sequence.stream
+        return None
+    finally:
+        oc.close(wait=True)
 
 
 def _first_to_read(js: jss.JetStream, settings: _ReadSettings, first: int, last: int) -> int:
@@ -408,6 +412,13 @@ def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int, end: in
     read stops at the first sequence >= ``end``, or when the server says nothing is pending.
     """
     oc = _ordered(js, settings, deliver_policy="by_start_sequence", opt_start_seq=start)
+    try:
+        yield from _read_ordered(oc, start, end)
+    finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
+        oc.close(wait=True)
+
+
+def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tuple[jss.Msg, Any]]:
     nxt = start
     empty = 0
     while True:
