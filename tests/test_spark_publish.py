@@ -4,6 +4,7 @@
 # each uses its own stream. publish_partition is also exercised in-process.
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import uuid
@@ -48,7 +49,7 @@ def tasks_of(msgs):
     out = defaultdict(list)
     for m in msgs:
         write_id, partition, row = m.headers["Nats-Msg-Id"].rsplit("-", 2)
-        out[(write_id, int(partition))].append(int(row))
+        out[(write_id, int(partition, 16))].append(int(row, 16))
     return out
 
 
@@ -87,11 +88,29 @@ def _publish_half_then_fail_on_first_attempt(pub):
         # Record in each message which attempt stored it.
         rows = [{"data": row.data, "headers": {"Attempt": str(ctx.attemptNumber())}} for row in rows]
         if ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
-            pub.publish(rows[: len(rows) // 2])
+            pub(rows[: len(rows) // 2])
             raise RuntimeError("injected failure halfway through partition 0")
         pub(rows)
 
     return run
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(120)
+def test_publish_partition_used_directly_derives_ids_a_retry_repeats_and_another_job_does_not(
+        spark, nats_server, js):
+    stream = new_stream(js, duplicate_window=120.0)
+    direct = functools.partial(publish_partition, servers=nats_server.url, subject=f"{stream}.rows")
+    df = spark.range(2_000).selectExpr("cast(id as string) as data").repartition(4)
+    df.foreachPartition(_publish_half_then_fail_on_first_attempt(direct))
+    msgs = read_all(js, stream, 2_000)  # the failed attempt's half was dropped as duplicates
+    assert Counter(m.data for m in msgs) == Counter(str(i).encode() for i in range(2_000))
+    rows = tasks_of(msgs)
+    assert len({write_id for write_id, _ in rows}) == 1 and len(rows) == 4
+    assert all(sorted(r) == list(range(len(r))) for r in rows.values())
+    # The same rows written again by another job (another stage): new ids, so nothing is dropped.
+    df.foreachPartition(direct)
+    assert js.stream(stream).info().state.messages == 4_000
 
 
 @pytest.mark.spark
@@ -111,7 +130,7 @@ def test_a_task_retried_after_failing_halfway_is_deduplicated_to_exactly_ten_tho
     attempts = {}
     for m in msgs:
         _, partition, row = m.headers["Nats-Msg-Id"].rsplit("-", 2)
-        attempts[(int(partition), int(row))] = m.headers["Attempt"]
+        attempts[(int(partition, 16), int(row, 16))] = m.headers["Attempt"]
     half = len(rows[(pub.write_id, 0)]) // 2
     assert {attempts[(0, i)] for i in range(half)} == {"0"}
     assert {attempts[(0, i)] for i in range(half, 2 * half)} == {"1"}

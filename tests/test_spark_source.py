@@ -12,6 +12,8 @@ import uuid
 import pytest
 
 import jetstream_sync as jss
+from jetstream_sync.server import NatsServer, _free_ports
+from jetstream_sync.spark import derived_write_id
 from jetstream_sync.spark.datasource import (
     READ_SCHEMA,
     JetStreamDataSource,
@@ -262,12 +264,12 @@ def test_a_batch_write_without_msg_id_derives_one_from_write_id_partition_and_ro
 
     back = _reader(spark, nats_server, name).load().collect()
     assert len(back) == 10
-    ids = [re.fullmatch(r"([0-9a-f]{32})-(\d+)-(\d+)", r.msg_id) for r in back]
+    ids = [re.fullmatch(r"([A-Za-z0-9_-]{8})-([0-9a-f]+)-([0-9a-f]+)", r.msg_id) for r in back]
     assert all(ids), [r.msg_id for r in back]
     assert len({m.group(1) for m in ids}) == 1  # one write id for the whole write
     by_partition = {}
     for m in ids:
-        by_partition.setdefault(int(m.group(2)), []).append(int(m.group(3)))
+        by_partition.setdefault(int(m.group(2), 16), []).append(int(m.group(3), 16))
     assert set(by_partition) == {0, 1}
     assert all(sorted(v) == list(range(len(v))) for v in by_partition.values())
     for r in back:
@@ -314,7 +316,8 @@ def test_a_streaming_write_round_trips_and_derives_ids_from_query_batch_partitio
         if i < 4:
             assert r.msg_id == f"src-{i}"  # the msg_id column wins
         else:
-            m = re.fullmatch(rf"{re.escape(str(query.id))}-0-(\d+)-(\d+)", r.msg_id)
+            write_id = derived_write_id(query.id, 0)  # the query id and the first batch id
+            m = re.fullmatch(rf"{re.escape(write_id)}-([0-9a-f]+)-([0-9a-f]+)", r.msg_id)
             assert m, r.msg_id
         assert r.headers.get("k") == (["1", "2"] if i % 2 else None)
 
@@ -395,3 +398,85 @@ def test_a_hundred_micro_batch_streaming_query_with_twenty_partitions_each_runs_
     assert max(p.batchId for p in progress) == 99 and all(p.numInputRows == 20 for p in progress)
     assert _seqs(spark.table(table)) == list(range(1, 2001))
     assert _consumer_count(js, name) == 0
+
+
+# -- strict options and checks on the driver ------------------------------------------------------
+
+
+def _jobs_started(spark, group, action):
+    """Run ``action`` under a job group; return how many Spark jobs it started (and what it raised)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        try:
+            action()
+            raised = None
+        except Exception as exc:  # the driver-side error Spark wraps
+            raised = exc
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group)), raised
+
+
+@pytest.mark.timeout(120)
+def test_misspelled_options_and_an_end_before_the_start_are_errors_naming_them(spark, js, nats_server):
+    name = _new_stream(js)
+    for i in range(30):
+        js.publish(f"{name}.x", b"%d" % i)
+    with pytest.raises(Exception, match=r"unknown option 'startingoffset' for a jetstream read\. "
+                                        r"Did you mean 'startingOffsets'\?.*Valid options: .*endingOffsets"):
+        _reader(spark, nats_server, name, startingOffset="20").load().collect()
+    with pytest.raises(Exception, match=r"endingOffsets \(sequence 20, exclusive\) is before startingOffsets "
+                                        r"\(sequence 25, inclusive\)"):
+        _reader(spark, nats_server, name, startingOffsets=json.dumps({name: 25}),
+                endingOffsets=json.dumps({name: 20})).load().collect()
+    df = spark.createDataFrame([(b"x",)], "data binary")
+    writes, raised = _jobs_started(spark, "typo-write", lambda: (
+        df.write.format("jetstream").option("servers", nats_server.url).option("subject", f"{name}.w")
+        .option("ackTimout", "5").mode("append").save()))
+    assert writes == 0 and re.search(r"unknown option 'acktimout' for a jetstream write\. "
+                                     r"Did you mean 'ackTimeout'\?", str(raised)), raised
+    # Spark's own options still pass: a path given to load() is ignored by this source.
+    assert _reader(spark, nats_server, name).load("ignored").count() == 30
+    assert js.stream(name).info().state.messages == 30
+
+
+@pytest.mark.timeout(180)
+def test_a_write_that_cannot_succeed_fails_on_the_driver_before_any_job(spark, js, nats_server):
+    name = _new_stream(js)
+    # A local relation: nothing upstream runs as a job of its own (a shuffle would, before the write plans).
+    df = spark.createDataFrame([(b"x",), (b"y",)], "data binary")
+
+    def write(url, subject, **options):
+        writer = df.write.format("jetstream").option("servers", url).option("subject", subject).mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        return writer.save
+
+    refused_port = f"nats://127.0.0.1:{_free_ports(1)[0]}"
+    cases = [
+        (write(nats_server.url, "nobody.captures.this"), r"no stream captures subject 'nobody\.captures\.this'"),
+        (write(nats_server.url, f"{name}.*"), r"option subject '.*\.\*' is not a subject to publish to"),
+        (write(refused_port, f"{name}.x", timeout="1"), r"could not connect to any server"),
+    ]
+    for i, (action, match) in enumerate(cases):
+        jobs, raised = _jobs_started(spark, f"bad-write-{i}", action)
+        assert raised is not None and re.search(match, str(raised)), (match, raised)
+        assert jobs == 0, f"{match}: {jobs} Spark jobs started"
+    assert js.stream(name).info().state.messages == 0
+
+
+@pytest.mark.timeout(60)
+def test_the_driver_check_of_a_write_refuses_wrong_credentials_without_echoing_them():
+    # The check writer() runs on the driver, called directly: starting a second nats-server inside
+    # the Spark session's process makes PySpark 4.3 lose track of Python data sources
+    # (DATA_SOURCE_NOT_FOUND), so this case does not go through df.write.
+    from jetstream_sync.spark import ConnectionOptions, PartitionPublisher
+    from jetstream_sync.spark.datasource import _check_write_target
+
+    with NatsServer(config_text='authorization { user: "etl", password: "right" }\n') as secured:
+        pub = PartitionPublisher(options=ConnectionOptions.from_paths(secured.url, user="etl", password="wrong"),
+                                 write_id="w", subject="x.y")
+        with pytest.raises(jss.AuthorizationError, match="refused this connection's credentials") as info:
+            _check_write_target(pub)
+        assert "wrong" not in str(info.value)

@@ -31,7 +31,15 @@ from typing import Any
 
 from ._connections import ConnectionOptions, client_for, drop, drop_all, jetstream_for, worker_identity
 from ._progress import PublishProgress, PublishSummary, progress
-from ._publisher import PartitionPublisher, PublishError, new_write_id, publish_partition, publisher
+from ._publisher import (
+    PartitionPublisher,
+    PublishError,
+    derived_write_id,
+    new_write_id,
+    publish_partition,
+    publisher,
+    task_write_id,
+)
 
 __all__ = [
     "ConnectionOptions",
@@ -41,6 +49,7 @@ __all__ = [
     "PublishProgress",
     "PublishSummary",
     "client_for",
+    "derived_write_id",
     "drop",
     "drop_all",
     "jetstream_for",
@@ -49,6 +58,7 @@ __all__ = [
     "publish_partition",
     "publisher",
     "register",
+    "task_write_id",
     "worker_identity",
 ]
 

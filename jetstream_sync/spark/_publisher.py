@@ -5,8 +5,10 @@
 #         success = stored); any failed or missing PubAck raises, so Spark
 #         retries the task.
 # Rule 2: a retried task re-sends the same Nats-Msg-Id for the same row
-#         ("<write_id>-<partition>-<row>", write_id made on the driver), so the
-#         stream's duplicate window drops what the failed attempt stored.
+#         ("<write_id>-<partition hex>-<row hex>", write_id made on the driver or
+#         derived from the task's application and stage), so the stream's
+#         duplicate window drops what the failed attempt stored. Ids are short:
+#         every byte of one is stored with every message.
 # Rule 3: pyspark is imported lazily (TaskContext only); public jetstream_sync API only.
 """Publish the rows of a Spark partition to JetStream.
 
@@ -17,7 +19,7 @@
 
 Exactly-once storage through deduplication: every message gets a
 ``Nats-Msg-Id`` (the ``msg_id`` column, or ``"<write_id>-<partition>-<row>"``
-made deterministically), and the server drops a repeated id seen within the
+made deterministically, partition and row in hex), and the server drops a repeated id seen within the
 stream's ``duplicate_window`` (2 minutes by default). That window must cover
 the time between a failed task attempt and its retry (and, to make re-running a
 failed job safe, the re-run). It also relies on a retried task seeing the same
@@ -27,10 +29,14 @@ deterministic inputs; for anything else put a stable key in a ``msg_id`` column.
 
 from __future__ import annotations
 
+import base64
 import collections
 import concurrent.futures
+import hashlib
 import logging
-import uuid
+import os
+import re
+import secrets
 from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
@@ -40,7 +46,8 @@ import jetstream_sync as jss
 from . import _connections
 from ._connections import ConnectionOptions
 
-__all__ = ["PartitionPublisher", "PublishError", "new_write_id", "publish_partition", "publisher"]
+__all__ = ["PartitionPublisher", "PublishError", "derived_write_id", "new_write_id", "publish_partition", "publisher",
+           "task_write_id"]
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +76,66 @@ class PublishError(jss.JetStreamError):
 
 
 def new_write_id() -> str:
-    """A fresh write id (32 hex digits). Make it once per logical write, on the driver."""
-    return uuid.uuid4().hex
+    """A fresh write id: 8 URL-safe characters (48 random bits). Make it once per logical write, on the driver.
+
+    Short on purpose: it is part of every generated ``Nats-Msg-Id``, stored with every message.
+    """
+    return secrets.token_urlsafe(6)
+
+
+def derived_write_id(*parts: object) -> str:
+    """A write id made deterministically from ``parts`` (8 URL-safe characters, 48 bits of a BLAKE2b hash).
+
+    The same parts give the same id on every executor and every retry: a streaming query's id and
+    batch id, or a Spark application's id and a stage id.
+    """
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=6).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+_APP_ID_IN_PATH = re.compile(r"(?:^|/)(app-\d{14}-\d{4,})(?:/|$)")
+
+
+def _application_id() -> str | None:
+    """The Spark application id as an executor's Python worker can see it, or None.
+
+    Kubernetes sets ``SPARK_APPLICATION_ID``; a standalone executor runs in ``work/<app id>/<executor>``;
+    YARN names the container after the application; in local mode the workers share the driver's
+    gateway connection file, which is unique to the application's driver.
+    """
+    app = os.environ.get("SPARK_APPLICATION_ID")
+    if app:
+        return app
+    m = _APP_ID_IN_PATH.search(os.getcwd())
+    if m:
+        return m.group(1)
+    container = os.environ.get("CONTAINER_ID", "")
+    m = re.match(r"container_(?:e\d+_)?(\d+_\d+)_", container)
+    if m:
+        return f"application_{m.group(1)}"
+    return os.environ.get("_PYSPARK_DRIVER_CONN_INFO_PATH") or None
+
+
+def task_write_id() -> str:
+    """A write id for :func:`publish_partition` used without one, derived in the task.
+
+    From the application id and the stage id: both are the same for every attempt of a task and for
+    a retried stage, so a retry repeats its ``Nats-Msg-Id`` values, while two jobs (another stage) or
+    two applications never share one. Raises ``ValueError`` (naming ``write_id``) outside a Spark
+    task or when the application cannot be identified.
+    """
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        ctx = None
+    else:
+        ctx = TaskContext.get()
+    if ctx is None:
+        raise ValueError("write_id: not running in a Spark task; " + _NO_WRITE_ID)
+    app = _application_id()
+    if app is None:
+        raise ValueError("write_id: this executor does not reveal its Spark application id; " + _NO_WRITE_ID)
+    return derived_write_id(app, ctx.stageId())
 
 
 def _check_column(value: Any, name: str) -> str | None:
@@ -215,15 +280,23 @@ def publish_partition(rows: Iterable[Any], *, servers: str | Sequence[str] | Non
     """Publish one partition's rows (the plain function behind :func:`publisher`); return the count stored.
 
     Same options as :func:`publisher`, but credential paths are read where
-    this runs (on the executor) and there is no driver to make a write id:
-    give ``write_id=new_write_id()`` made once on the driver, or a
+    this runs (on the executor). Without ``write_id`` one is derived from the
+    Spark application id and the task's stage id (:func:`task_write_id`), the
+    same for every attempt of the task, so ``df.foreachPartition(functools.partial(
+    publish_partition, servers=url, subject="s"))`` is deduplicated on retries
+    as :func:`publisher` is. Outside a task, or where the application id cannot
+    be found, give ``write_id=new_write_id()`` made once on the driver, a
     ``msg_id`` column, or ``deduplicate=False``; otherwise a row that needs a
-    generated id is a ``ValueError`` (an id made here would differ on a retry,
-    and a guessed one could collide with another write's). ``partition_id``
-    defaults to the Spark task's. Blocks until every PubAck arrived.
+    generated id is a ``ValueError``. ``partition_id`` defaults to the Spark
+    task's. Blocks until every PubAck arrived.
 
     Raises :class:`PublishError` for a failed or missing PubAck.
     """
+    if write_id is None:
+        try:
+            write_id = task_write_id()
+        except ValueError:
+            pass  # fine while every row has a msg_id (or deduplicate=False); else each such row says so
     pub = PartitionPublisher(
         options=_options(servers, options, connect_options), write_id=write_id or "-",
         subject=subject, subject_column=subject_column, data_column=data_column, headers_column=headers_column,
@@ -269,7 +342,7 @@ class _Run:
         self.pub = pub
         self.partition_id = partition_id
         self.has_write_id = has_write_id
-        self.prefix = f"{pub.write_id}-{partition_id}-"
+        self.prefix = f"{pub.write_id}-{partition_id:x}-"
         # Acks are checked oldest first once this many are outstanding, so memory stays
         # bounded (publish_async itself keeps at most max_pending in flight).
         self.check_at = 2 * pub.max_pending
@@ -406,15 +479,15 @@ class _Run:
             elif generate and not (headers and _MSG_ID in headers):
                 if not self.has_write_id:
                     raise ValueError(f"row {index} of partition {partition_id}: null msg_id. " + _NO_WRITE_ID)
-                msg_id = prefix + str(index)
+                msg_id = prefix + format(index, "x")
             return subject, data, headers, msg_id
 
         return decode
 
 
-_NO_WRITE_ID = ("write_id: publish_partition() needs write_id=new_write_id() made once on the driver (an id made "
-                "on the executor would differ on a retry), a msg_id column, or deduplicate=False; publisher() "
-                "makes the write id for you")
+_NO_WRITE_ID = ("write_id: outside a Spark task, or where the application id cannot be found, publish_partition() "
+                "needs write_id=new_write_id() made once on the driver (an id made on the executor would differ "
+                "on a retry), a msg_id column, or deduplicate=False; publisher() makes the write id for you")
 
 
 _EXPECTATION_PREFIX = "Nats-Expected-"

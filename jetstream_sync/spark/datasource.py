@@ -37,16 +37,17 @@ DataFrame read from another stream can be written as it is. Options ``subject``,
 (in-flight publishes per task, default 1000) and ``ackTimeout`` (seconds per PubAck, default the
 connection ``timeout``). Rows are published by :class:`jetstream_sync.spark.PartitionPublisher`: a
 task returns only after every PubAck arrived, so a finished task means stored messages. Rows
-without a ``msg_id`` get a deterministic ``Nats-Msg-Id``: ``<write id>-<partition>-<row>`` for a
-batch write (the write id is made once on the driver, so a retried task repeats its ids) and
-``<query id>-<batch id>-<partition>-<row>`` for a streaming write (stable across restarts from the
-same checkpoint). The server drops a repeated id only within the stream's ``duplicate_window``
+without a ``msg_id`` get a deterministic ``Nats-Msg-Id``: ``<write id>-<partition>-<row>`` (partition
+and row in hex) where the write id (8 characters) is made once on the driver for a batch write, so a
+retried task repeats its ids, and derived from the query id and batch id for a streaming write
+(stable across restarts from the same checkpoint). The server drops a repeated id only within the stream's ``duplicate_window``
 (2 minutes by default): size it to cover task retries and query restarts.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import json
 import logging
 import math
@@ -74,10 +75,11 @@ from pyspark.sql.types import (
 )
 
 import jetstream_sync as jss
+from jetstream_sync.client import redact_url
 from jetstream_sync.config import validate_stream_name
 
 from ._connections import ConnectionOptions, drop, jetstream_for
-from ._publisher import PartitionPublisher, new_write_id
+from ._publisher import PartitionPublisher, derived_write_id, new_write_id
 
 try:  # PySpark >= 4.2: read limits (maxMessagesPerTrigger) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -149,6 +151,30 @@ def register(spark: Any) -> None:
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): v for k, v in options.items() if v is not None}
+
+
+_CONNECTION_OPTIONS = ("servers", "connectionName", "timeout", "domain", "user", "password", "token", "credsFile",
+                       "userCredentials", "nkeysSeedFile", "nkeysSeed", "tlsCaFile", "tlsCertFile", "tlsKeyFile",
+                       "tlsHostname")
+_READ_OPTIONS = ("stream", "subject", "startingOffsets", "endingOffsets", "startingTimestamp", "minPartitions",
+                 "maxMessagesPerTrigger", "failOnDataLoss", "includeHeaders")
+_WRITE_OPTIONS = ("subject", "maxPending", "ackTimeout")
+#: Options of Spark's own that it may hand to every source or sink (``load(path)``, checkpoints, ...).
+_SPARK_OPTIONS = ("path", "paths", "checkpointLocation", "queryName")
+
+
+def _check_option_names(opts: Mapping[str, Any], ours: tuple[str, ...], what: str) -> None:
+    """A ValueError for the first option name this source does not know, suggesting the closest one."""
+    spelled = {name.lower(): name for name in (*_CONNECTION_OPTIONS, *ours)}
+    spark_own = {name.lower() for name in _SPARK_OPTIONS}
+    for key in opts:
+        if key in spelled or key in spark_own:
+            continue
+        close = difflib.get_close_matches(key, list(spelled), n=1, cutoff=0.6)
+        hint = f" Did you mean {spelled[close[0]]!r}?" if close else ""
+        valid = ", ".join(sorted(dict.fromkeys(spelled.values()), key=str.lower))
+        raise ValueError(f"unknown option {key!r} for a jetstream {what}.{hint} Valid options: {valid} "
+                         f"(names are case-insensitive)")
 
 
 def _int_option(opts: Mapping[str, str], key: str, minimum: int) -> int | None:
@@ -274,6 +300,7 @@ class _ReadSettings:
     @classmethod
     def parse(cls, options: Mapping[str, Any], *, streaming: bool) -> "_ReadSettings":
         opts = _lower(options)
+        _check_option_names(opts, _READ_OPTIONS, "streaming read" if streaming else "read")
         stream = _str_option(opts, "stream")
         if stream is None:
             raise ValueError("option stream is required to read: .option('stream', 'ORDERS')")
@@ -291,6 +318,9 @@ class _ReadSettings:
                              "use 'latest' or a sequence")
         if not streaming and "maxmessagespertrigger" in opts:
             raise ValueError("option maxMessagesPerTrigger is for streaming reads only")
+        if isinstance(starting, int) and isinstance(ending, int) and ending < starting:
+            raise ValueError(f"option endingOffsets (sequence {ending}, exclusive) is before startingOffsets "
+                             f"(sequence {starting}, inclusive): the range would be empty")
         ts = opts.get("startingtimestamp")
         return cls(
             conn=_connection(opts), domain=_str_option(opts, "domain"), stream=stream,
@@ -659,6 +689,7 @@ class JetStreamCommitMessage(WriterCommitMessage):
 def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionPublisher:
     """The row publisher of a write, with its columns checked against ``schema`` here, on the driver."""
     opts = _lower(options)
+    _check_option_names(opts, _WRITE_OPTIONS, "write")
     names = schema.fieldNames()
     types = {f.name: f.dataType for f in schema.fields}
 
@@ -689,6 +720,23 @@ def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionP
         timeout=None if ack_timeout is None else _float_option(opts, "ackTimeout", 0.0),
         domain=_str_option(opts, "domain"),
     )
+
+
+def _check_write_target(pub: PartitionPublisher) -> None:
+    """Fail here, on the driver, before any job starts, when no task could succeed: a subject one cannot
+    publish to, no server, refused credentials, or no stream capturing the ``subject`` option."""
+    subject = pub.subject
+    if subject is not None:
+        tokens = subject.split(".")
+        if any(c in subject for c in " \t\r\n") or "" in tokens or any("*" in t or ">" in t for t in tokens):
+            raise ValueError(f"option subject {subject!r} is not a subject to publish to (no whitespace, empty "
+                             f"tokens or wildcards)")
+    js = jetstream_for(pub.options, domain=pub.domain)  # NoServersError, AuthorizationError, ...
+    if subject is not None and next(iter(js.stream_names(subject=subject)), None) is None:
+        raise jss.NoRespondersError(
+            f"no stream captures subject {subject!r} on {', '.join(redact_url(u) for u in pub.options.servers)}: "
+            f"every task of the write would fail. Create a stream whose subjects match it, or fix the subject "
+            f"option")
 
 
 def _partition_id() -> int:
@@ -735,8 +783,9 @@ class JetStreamWriter(DataSourceWriter):
 
 class JetStreamStreamWriter(DataSourceStreamWriter):
     """``df.writeStream.format("jetstream")``: each micro-batch task publishes its rows and waits for
-    every PubAck. Derived ``Nats-Msg-Id``s are ``<query id>-<batch id>-<partition>-<row>``: the query
-    id is kept in the checkpoint, so a micro-batch replayed after a restart is deduplicated."""
+    every PubAck. Derived ``Nats-Msg-Id``s are ``<write id>-<partition>-<row>`` with the write id hashed
+    from the query id and the batch id: the query id is kept in the checkpoint, so a micro-batch
+    replayed after a restart is deduplicated."""
 
     def __init__(self, publisher: PartitionPublisher) -> None:
         self._publisher = publisher
@@ -754,7 +803,7 @@ class JetStreamStreamWriter(DataSourceStreamWriter):
         if query is None or batch is None:
             raise RuntimeError("the jetstream stream writer found no streaming query id or batch id in its task; "
                                "it needs them for message ids that survive a restart")
-        publisher = attrs.evolve(self._publisher, write_id=f"{query}-{batch}")
+        publisher = attrs.evolve(self._publisher, write_id=derived_write_id(query, batch))
         partition = ctx.partitionId()
         return JetStreamCommitMessage(partition, publisher.publish(iterator, partition_id=partition))
 
@@ -792,8 +841,12 @@ class JetStreamDataSource(DataSource):
         if overwrite:
             raise ValueError("mode('overwrite') is not supported by jetstream: a stream is append-only; "
                              "use mode('append')")
-        return JetStreamWriter(_publisher_for(self.options, schema))
+        publisher = _publisher_for(self.options, schema)
+        _check_write_target(publisher)
+        return JetStreamWriter(publisher)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
         # Complete/update output modes publish every row Spark emits for the micro-batch.
-        return JetStreamStreamWriter(_publisher_for(self.options, schema))
+        publisher = _publisher_for(self.options, schema)
+        _check_write_target(publisher)
+        return JetStreamStreamWriter(publisher)
