@@ -124,12 +124,7 @@ def task_write_id() -> str:
     two applications never share one. Raises ``ValueError`` (naming ``write_id``) outside a Spark
     task or when the application cannot be identified.
     """
-    try:
-        from pyspark import TaskContext
-    except ImportError:
-        ctx = None
-    else:
-        ctx = TaskContext.get()
+    ctx = _task_context()
     if ctx is None:
         raise ValueError("write_id: not running in a Spark task; " + _NO_WRITE_ID)
     app = _application_id()
@@ -320,13 +315,17 @@ def _options(servers: Any, options: ConnectionOptions | None, connect_options: M
     return ConnectionOptions.from_paths(servers, **connect_options)
 
 
-def _task_partition_id() -> int:
+def _task_context() -> Any:
+    """The running Spark task's TaskContext, or None (no task, or no pyspark)."""
     try:
         from pyspark import TaskContext
     except ImportError:
-        ctx = None
-    else:
-        ctx = TaskContext.get()
+        return None
+    return TaskContext.get()
+
+
+def _task_partition_id() -> int:
+    ctx = _task_context()
     if ctx is None:
         raise ValueError("partition_id: not running in a Spark task, so give partition_id= (a distinct "
                          "number per partition of the write: it is part of every generated Nats-Msg-Id)")
