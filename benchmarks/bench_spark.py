@@ -4,7 +4,7 @@
 # a full materialisation) against one ordered consumer in one process. Every case is checked: exactly N.
 """Benchmark the Spark integration: publisher() and the ``jetstream`` data source.
 
-    .venv/bin/python benchmarks/bench_spark.py                   # 1,000,000 rows of 16 B
+    .venv/bin/python benchmarks/bench_spark.py                   # 1,000,000 rows of 100 B
     .venv/bin/python benchmarks/bench_spark.py --rows 200000
     .venv/bin/python benchmarks/bench_spark.py --server nats://127.0.0.1:4222
 
@@ -57,7 +57,7 @@ SUBJECT = "bench.spark"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=1_000_000, help="rows to publish and read (default 1000000)")
-    p.add_argument("--size", type=int, default=16, help="bytes in each row's data column (default 16)")
+    p.add_argument("--size", type=int, default=100, help="bytes in each row's data column (default 100)")
     p.add_argument("--partitions", type=int, default=4, help="partitions of the published DataFrame (default 4)")
     p.add_argument("--read-partitions", type=int, default=None,
                    help="minPartitions of the reads (default: the source's, one per 10,000 sequences)")
@@ -158,6 +158,25 @@ class Bench:
         settle(len(pending))
         return time.perf_counter() - t0
 
+    def publish_plain(self, n: int) -> float:
+        """The same payloads through js.publish_async without any Nats-Msg-Id: the stored-bytes baseline."""
+        js, size, window = self.js_async, self.args.size, self.args.window
+        pending: collections.deque = collections.deque()
+        t0 = time.perf_counter()
+        for i in range(n):
+            pending.append(js.publish_async(SUBJECT, str(i).rjust(size, ".")))
+            if len(pending) >= 2 * window:
+                while len(pending) > window:
+                    if pending.popleft().exception(timeout=60.0) is not None:
+                        fail("jss publish_async without ids: a publish failed")
+        js.publish_async_complete(timeout=60.0)
+        if any(f.exception() is not None for f in pending):
+            fail("jss publish_async without ids: a publish failed")
+        return time.perf_counter() - t0
+
+    def stored_bytes(self) -> int:
+        return self.js.stream(STREAM).info().state.bytes
+
     def frame(self, n: int) -> Any:
         return self.spark.range(0, n, 1, self.args.partitions).selectExpr(
             f"lpad(cast(id AS string), {self.args.size}, '.') AS data")
@@ -242,11 +261,16 @@ def run(bench: Bench) -> dict[str, float]:
         read(warm)
 
     rates: dict[str, float] = {}
+    bench.fresh_stream()
+    bench.publish_plain(n)
+    bench.check_stored("publish_async without ids", n)
+    rates["plain_bytes"] = bench.stored_bytes()
     for key, label, publish in publishes:
         bench.fresh_stream()
         seconds = publish(n)
         bench.check_stored(label.split(",")[0].strip(), n)
         rates[key] = n / seconds
+        rates[f"{key}_bytes"] = bench.stored_bytes()
         print(f"  {label:<58} {n:>10,} {seconds:>8.1f} s {rates[key]:>10,.0f} msgs/s", flush=True)
     print(f"  (reads: {bench.reader().rdd.getNumPartitions()} partitions)", flush=True)
     for key, label, read in reads:  # the stream the Spark publisher filled
@@ -264,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         import pyspark
 
         print(f"bench_spark: {args.rows:,} rows x {args.size} B, publish partitions {args.partitions}, read "
-              f"minPartitions {args.read_partitions or 'default (1 per 10,000)'}, window {args.window}, "
+              f"minPartitions {args.read_partitions or 'default (1 per 10,000, at most 1 per core)'}, window {args.window}, "
               f"local[{args.cores}]")
         print(f"pyspark {pyspark.__version__}, nats-server at {bench.url}{'' if args.server else ' (embedded)'}, "
               f"jetstream_sync {jss.__version__}, nats-py {version('nats-py')}, Python {platform.python_version()}, "
@@ -275,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"spark publisher vs jss publish_async (1 process): {rates['publisher'] / rates['publish_async']:5.2f}x")
         print(f"spark read sum  vs jss ordered consumer (1 process): {rates['read_sum'] / rates['ordered']:5.2f}x")
+        print(f"stored bytes: spark publisher {rates['publisher_bytes'] / 1e6:.1f} MB vs the same rows without ids "
+              f"{rates['plain_bytes'] / 1e6:.1f} MB: {rates['publisher_bytes'] / rates['plain_bytes']:5.2f}x")
         print(f"load average at end: {load()}; total {time.perf_counter() - started:.0f} s")
     finally:
         bench.close()

@@ -49,13 +49,16 @@ class MsgMetadata:
     sequence: SequencePair
     num_delivered: int
     num_pending: int
-    #: When the message was stored: a timezone-aware UTC datetime (a :class:`Timestamp` that also
-    #: keeps the nanoseconds).
-    timestamp: Timestamp
     #: When the message was stored, in exact integer nanoseconds since the Unix epoch.
     timestamp_ns: int
     #: The JetStream domain, or None.
     domain: str | None = None
+
+    @property
+    def timestamp(self) -> Timestamp:
+        """When the message was stored: a timezone-aware UTC datetime (a :class:`Timestamp`, so it also
+        keeps the nanoseconds). Built on access (no I/O): most readers only need the sequences."""
+        return Timestamp.from_ns(self.timestamp_ns)
 
 
 def parse_metadata(reply: str) -> MsgMetadata:
@@ -85,7 +88,6 @@ def parse_metadata(reply: str) -> MsgMetadata:
             sequence=SequencePair(stream=int(sseq), consumer=int(cseq)),
             num_delivered=int(delivered),
             num_pending=int(pending),
-            timestamp=Timestamp.from_ns(int(ts)),
             timestamp_ns=int(ts),
             domain=domain,
         )

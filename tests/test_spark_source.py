@@ -18,6 +18,7 @@ from jetstream_sync.spark.datasource import (
     READ_SCHEMA,
     JetStreamDataSource,
     SequenceRange,
+    default_partitions,
     split_range,
 )
 
@@ -56,6 +57,13 @@ def test_split_range_gives_exactly_the_requested_number_of_contiguous_ranges():
     assert split_range(5, 5, 2) == []
     assert [hi - lo for lo, hi in split_range(1, 25_001, None)] == [8334, 8333, 8333]  # ~10k per partition
     assert split_range(1, 2, None) == [(1, 2)]
+
+
+def test_the_default_partition_count_follows_the_cores_and_never_splits_below_ten_thousand():
+    assert default_partitions(1_000_000, cores=2) == 2
+    assert default_partitions(1_000_000, cores=16) == 16
+    assert default_partitions(25_000, cores=16) == 3   # one per 10,000 sequences
+    assert default_partitions(1, cores=8) == 1 and default_partitions(0, cores=8) == 1
 
 
 def test_a_sequence_range_partition_survives_pickling():

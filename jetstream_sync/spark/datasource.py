@@ -20,7 +20,8 @@ earliest/latest as in Spark's Kafka source; default ``earliest`` for batch, ``la
 streaming); ``endingOffsets`` (batch only, exclusive: ``latest`` or ``{"ORDERS": 100}``);
 ``startingTimestamp`` (milliseconds since the epoch, or ISO 8601; wins over ``startingOffsets``;
 with no message at or after it, reading starts after the last message); ``minPartitions`` (exactly
-that many partitions when the range spans at least that many sequences; default one per 10,000);
+that many partitions when the range spans at least that many sequences; default one per 10,000
+sequences, at most one per core of the planning machine: the parallelism of ``local[*]``);
 ``maxMessagesPerTrigger`` (streaming: at most this many *stream sequences* per micro-batch; with a
 ``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
 ``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
@@ -51,6 +52,7 @@ import difflib
 import json
 import logging
 import math
+import os
 from typing import Any, Iterator, Mapping
 
 import attrs
@@ -99,6 +101,7 @@ __all__ = [
     "JetStreamStreamWriter",
     "JetStreamWriter",
     "SequenceRange",
+    "default_partitions",
     "register",
 ]
 
@@ -427,8 +430,20 @@ class SequenceRange(InputPartition):
         self.end = end
 
 
+def default_partitions(span: int, cores: int | None = None) -> int:
+    """Partitions of a read of ``span`` sequences without ``minPartitions``: one per 10,000 sequences,
+    at most one per core (``os.cpu_count()`` where the read is planned: the parallelism of a
+    ``local[*]`` session). Every partition costs a task and a consumer; more than the cores can run at
+    once only adds that cost. On a cluster, set ``minPartitions`` to its number of executor cores."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(math.ceil(span / _SEQS_PER_PARTITION), cores))
+
+
 def _partitions(settings: _ReadSettings, start: int, end: int) -> list[InputPartition]:
-    return [SequenceRange(lo, hi) for lo, hi in split_range(start, end, settings.min_partitions)]
+    parts = settings.min_partitions
+    if parts is None:
+        parts = default_partitions(end - start)
+    return [SequenceRange(lo, hi) for lo, hi in split_range(start, end, parts)]
 
 
 # -- reading a range (executor side) -------------------------------------------------------------
@@ -508,7 +523,7 @@ class _Columns:
         self.data: list[bytes] = []
         self.headers: list[Any] = []
         self.seq: list[int] = []
-        self.timestamp: list[_dt.datetime] = []
+        self.timestamp: list[int] = []  # microseconds since the epoch: Arrow takes them without datetimes
         self.msg_id: list[str | None] = []
 
     def add(self, msg: jss.Msg, md: Any) -> None:
@@ -518,7 +533,7 @@ class _Columns:
         if self.include_headers:
             self.headers.append(list(hdrs.multi().items()) if hdrs else [])
         self.seq.append(md.sequence.stream)
-        self.timestamp.append(md.timestamp)
+        self.timestamp.append(md.timestamp_ns // 1000)
         self.msg_id.append(hdrs.get(_MSG_ID) if hdrs else None)
         self.rows += 1
 
