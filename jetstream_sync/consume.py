@@ -53,14 +53,6 @@ def _hand_back(q: queue.SimpleQueue, engine: ContinuousPull) -> bool:
             ended = True
 
 
-def _describe(consumer: Any) -> str:
-    """``consumer 'C' of stream 'S'`` (the ordered consumer has no fixed name)."""
-    name = getattr(consumer, "name", None)
-    if isinstance(name, str):
-        return f"consumer {name!r} of stream {consumer.stream_name!r}"
-    return f"the ordered consumer of stream {consumer.stream_name!r}"
-
-
 def _wait_halted(engine: ContinuousPull, limit: float = 2.0) -> None:
     """Wait (at most ``limit`` s, in wakeful slices) until the engine can deliver nothing more."""
     deadline = time.monotonic() + limit
@@ -83,7 +75,7 @@ class MessageStream:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._q.put)
         self._client = consumer.client
-        self._what = f"messages().next() on {_describe(consumer)}"
+        self._what = f"messages().next() on {consumer._label}"
         self._ended = False
         self._stopping = False
         self._confirmed = False  # the server has read every ack written before the end

@@ -31,6 +31,8 @@ class Consumer:
         self._info = info
         self.name: str = info.name
         self.stream_name: str = info.stream_name
+        #: How errors name this consumer: ``consumer 'C' of stream 'S'``.
+        self._label = f"consumer {self.name!r} of stream {self.stream_name!r}"
         self._next_inbox: NextInbox | None = None
         self._next_lock = threading.Lock()
         self._next_opts: dict[float, Any] = {}
@@ -117,11 +119,8 @@ class Consumer:
                     return msg
             finally:
                 batch.stop()
-            raise errors.TimeoutError.after(self._next_what(), timeout, "no message")
-        return inbox.next(opts, self._next_what())
-
-    def _next_what(self) -> str:
-        return f"next() on consumer {self.name!r} of stream {self.stream_name!r}"
+            raise errors.TimeoutError.after(f"next() on {self._label}", timeout, "no message")
+        return inbox.next(opts, f"next() on {self._label}")
 
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,

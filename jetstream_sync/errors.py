@@ -213,7 +213,7 @@ class TimeoutError(JetStreamError, builtins.TimeoutError):  # noqa: A001 - delib
     @classmethod
     def after(cls, operation: str, timeout: float | None, detail: str = "") -> "TimeoutError":
         """``<operation> timed out after <timeout> s[: <detail>]``, with the attributes set."""
-        waited = "" if timeout is None else f" after {seconds_text(timeout)}"
+        waited = "" if timeout is None else f" after {float(round(timeout, 3))} s"
         exc = cls(f"{operation} timed out{waited}{': ' + detail if detail else ''}")
         exc.operation, exc.timeout = operation, timeout
         return exc
@@ -226,11 +226,6 @@ def _restore_timeout(cls: type, args: tuple, operation: str | None, timeout: flo
     exc = cls(*args)
     exc.operation, exc.timeout = operation, timeout
     return exc
-
-
-def seconds_text(seconds: float) -> str:
-    """``5.0 s``, ``0.25 s``: seconds as error messages spell them."""
-    return f"{float(round(seconds, 3))} s"
 
 
 class NoRespondersError(JetStreamError):

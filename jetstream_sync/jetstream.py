@@ -130,9 +130,11 @@ class JetStream:
         t = self.resolve_timeout(timeout)
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         client = self._client
-        named = self._timeout_namer(subject, t, idempotent)
+        attempt = 0
 
         def once() -> dict[str, Any]:
+            nonlocal attempt
+            attempt += 1
             try:
                 reply = client.call(client.nc.request(subject, body, timeout=t if t is not None else 1e9), t)
             except errors.NoRespondersError as exc:
@@ -140,22 +142,16 @@ class JetStream:
                     f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
                 ) from exc
             except errors.TimeoutError as exc:
-                raise named() from exc
+                raise self._timed_out(subject, t, attempt, idempotent) from exc
             return decode(reply.data)
 
         return self.retry.call(once) if idempotent else once()
 
-    def _timeout_namer(self, subject: str, timeout: float | None, retried: bool) -> Any:
-        """A function building the TimeoutError of one attempt at ``subject``: what, where, how long."""
-        what = self.api.describe(subject)
+    def _timed_out(self, subject: str, timeout: float | None, attempt: int, retried: bool) -> errors.TimeoutError:
+        """The TimeoutError of one attempt at ``subject``: what, on what, how long (and which attempt)."""
         attempts = self.retry.attempts if retried else 1
-        tries = iter(range(1, attempts + 1))
-
-        def named() -> errors.TimeoutError:
-            n = next(tries, attempts)
-            return errors.TimeoutError.after(what, timeout, f"attempt {n} of {attempts}" if attempts > 1 else "")
-
-        return named
+        return errors.TimeoutError.after(self.api.describe(subject), timeout,
+                                         f"attempt {attempt} of {attempts}" if attempts > 1 else "")
 
     def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> tuple[bytes, Headers | None]:
         """An idempotent request whose reply is a message, not JSON (direct get); retried.
@@ -204,13 +200,15 @@ class JetStream:
                 client.remove_listener(listener)  # type: ignore[arg-type]
                 await client.unsubscribe_raw(sub)
 
-        named = self._timeout_namer(subject, t, True)
+        attempt = 0
 
         def once() -> tuple[bytes, Headers | None]:
+            nonlocal attempt
+            attempt += 1
             try:
                 data, raw = client.call(go(), t)
             except errors.TimeoutError as exc:
-                raise named() from exc
+                raise self._timed_out(subject, t, attempt, True) from exc
             hdrs = decode_headers(raw) if raw else None
             if hdrs is not None and hdrs.get("Status") == "503" and not data:
                 raise errors.JetStreamNotEnabledError(

@@ -83,6 +83,8 @@ class OrderedConsumer:
                              f"ephemeral, in-memory, AckNone consumer (allowed: {', '.join(sorted(_ALLOWED))})")
         self._js = js
         self.stream_name = stream
+        #: How errors name it (its server-side consumer changes name with every reset).
+        self._label = f"the ordered consumer of stream {stream!r}"
         self._base = cfg
         self.name = f"jss_ordered_{secrets.token_hex(4)}"
         self._serial = itertools.count(1)
@@ -212,14 +214,12 @@ class OrderedConsumer:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise errors.TimeoutError.after(f"next() on the ordered consumer of stream {self.stream_name!r}",
-                                                timeout, "no message")
+                raise errors.TimeoutError.after(f"next() on {self._label}", timeout, "no message")
             with self.fetch(1, expires=max(left, 0.001)) as batch:
                 for msg in batch:
                     return msg
             if not self._needs_reset:
-                raise errors.TimeoutError.after(f"next() on the ordered consumer of stream {self.stream_name!r}",
-                                                timeout, "no message")
+                raise errors.TimeoutError.after(f"next() on {self._label}", timeout, "no message")
 
     # -- messages / consume ----------------------------------------------
 
@@ -505,8 +505,7 @@ class OrderedPull(ContinuousPull):
         if not self._paused and not self._resetting and time.monotonic() - self._last_seen >= 2 * hb:
             self._last_seen = time.monotonic()
             self._sink(Warning_(errors.NoHeartbeatError(
-                f"ordered consumer of stream {self._oc.stream_name!r}: no message or heartbeat for {2 * hb:.3g}s; "
-                "recreating it")))
+                f"{self._oc._label}: no message or heartbeat for {2 * hb:.3g}s; recreating it")))
             self._reset_soon("heartbeat")
         self._arm_heartbeat()
 

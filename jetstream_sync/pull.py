@@ -234,9 +234,7 @@ class _FetchPull:
             return
         hb = self._opts.idle_heartbeat
         if hb is not None and now - self._last_seen >= 2 * hb:
-            c = self._consumer
-            self.end(errors.NoHeartbeatError(f"fetch from consumer {c.name!r} of stream {c.stream_name!r}: "
-                                             f"no heartbeat for {2 * hb:.3g}s"))
+            self.end(errors.NoHeartbeatError(f"fetch from {self._consumer._label}: no heartbeat for {2 * hb:.3g}s"))
             return
         self._arm()
 
@@ -565,10 +563,8 @@ class ContinuousPull:
             # The server (or the pull) is gone without a word: report it, forget
             # the credit that will never arrive and pull afresh.
             self._last_seen = now
-            c = self._consumer
             self._sink(Warning_(errors.NoHeartbeatError(
-                f"consumer {getattr(c, 'name', '?')!r} of stream {c.stream_name!r}: "
-                f"no message or heartbeat for {2 * hb:.3g}s")))
+                f"{self._consumer._label}: no message or heartbeat for {2 * hb:.3g}s")))
             with self._lock:
                 self._pending_msgs = 0
                 self._pending_bytes = 0
