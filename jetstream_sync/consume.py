@@ -296,6 +296,11 @@ class ConsumeHandle:
             with self._lock:
                 self._alive -= 1
                 last = self._alive == 0
+            if not last:
+                # A worker that took another's sentinel while the pull was still halting
+                # exits; wake one that may still wait, so it looks again (a chain: each
+                # leaving worker wakes the next) instead of relying on its get() timeout.
+                self._q.put(None)
             if last:
                 self._engine.stop_soon()
                 self._release_leftovers()
