@@ -4,7 +4,8 @@
 #         loop crossing per batch, never a network wait), except double_ack.
 # Rule 2: headers are kept raw and decoded on first use: most consumers never
 #         look at them, and the raw size is what the server counts.
-# Rule 3: metadata parsing is a pure function (parse_metadata), unit tested.
+# Rule 3: the ack subject is parsed by one pure function (parse_ack_subject), once per
+#         message, unit tested; MsgMetadata is built from it on first access.
 from __future__ import annotations
 
 import datetime as _dt
@@ -61,38 +62,57 @@ class MsgMetadata:
         return Timestamp.from_ns(self.timestamp_ns)
 
 
-def parse_metadata(reply: str) -> MsgMetadata:
-    """Parse a JetStream ack subject into :class:`MsgMetadata`.
+#: The fields of an ack subject in order: (stream, consumer, delivered, stream sequence, consumer
+#: sequence, timestamp in ns, pending, domain or None).
+AckFields = tuple[Any, Any, int, int, int, int, int, Any]
+#: Positions in :data:`AckFields` of the numbers readers use.
+ACK_DELIVERED, ACK_STREAM_SEQ, ACK_CONSUMER_SEQ, ACK_TIMESTAMP_NS, ACK_PENDING = 2, 3, 4, 5, 6
+
+
+def parse_ack_subject(reply: str | bytes) -> AckFields:
+    """The fields of a JetStream ack subject as a plain tuple (:data:`AckFields`): the one parser.
 
     Two formats (ADR-15): ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>``
     (9 tokens) and ``$JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>...]``
-    (11 or more tokens; a domain of ``_`` means none). Raises ``ValueError`` for anything else.
+    (11 or more tokens; a domain of ``_`` means none). Names come back as ``str`` for a ``str``
+    reply and as ``bytes`` for a ``bytes`` one (the loop thread reads the wire form). A tuple,
+    not :class:`MsgMetadata`: the pull engines and the Spark reader parse every message and need
+    only the numbers. Raises ``ValueError`` for anything else.
     """
     if not reply:
         raise ValueError("not a JetStream message: it has no reply subject")
-    tokens = reply.split(".")
-    n = len(tokens)
-    if n < 9 or n == 10 or tokens[0] != "$JS" or tokens[1] != "ACK":
-        raise ValueError(f"not a JetStream ack subject: {reply!r}")
-    if n == 9:
-        domain = None
-        rest = tokens[2:]
+    if isinstance(reply, str):
+        tokens = reply.split(".")
+        js, ack, none = "$JS", "ACK", ("_", "")
     else:
-        domain = None if tokens[2] in ("_", "") else tokens[2]
-        rest = tokens[4:11]
-    stream, consumer, delivered, sseq, cseq, ts, pending = rest
+        tokens = reply.split(b".")
+        js, ack, none = b"$JS", b"ACK", (b"_", b"")
+    n = len(tokens)
+    if n < 9 or n == 10 or tokens[0] != js or tokens[1] != ack:
+        raise ValueError(f"not a JetStream ack subject: {reply!r}")
     try:
-        return MsgMetadata(
-            stream=stream,
-            consumer=consumer,
-            sequence=SequencePair(stream=int(sseq), consumer=int(cseq)),
-            num_delivered=int(delivered),
-            num_pending=int(pending),
-            timestamp_ns=int(ts),
-            domain=domain,
-        )
+        if n == 9:
+            return (tokens[2], tokens[3], int(tokens[4]), int(tokens[5]), int(tokens[6]), int(tokens[7]),
+                    int(tokens[8]), None)
+        domain = None if tokens[2] in none else tokens[2]
+        return (tokens[4], tokens[5], int(tokens[6]), int(tokens[7]), int(tokens[8]), int(tokens[9]),
+                int(tokens[10]), domain)
     except ValueError:
         raise ValueError(f"not a JetStream ack subject (non-numeric field): {reply!r}") from None
+
+
+def _metadata_of(fields: AckFields) -> MsgMetadata:
+    stream, consumer, delivered, sseq, cseq, ts, pending, domain = fields
+    return MsgMetadata(stream=stream, consumer=consumer, sequence=SequencePair(stream=sseq, consumer=cseq),
+                       num_delivered=delivered, num_pending=pending, timestamp_ns=ts, domain=domain)
+
+
+def parse_metadata(reply: str) -> MsgMetadata:
+    """Parse a JetStream ack subject into :class:`MsgMetadata` (formats: :func:`parse_ack_subject`).
+
+    Raises ``ValueError`` when ``reply`` is not an ack subject.
+    """
+    return _metadata_of(parse_ack_subject(reply))
 
 
 class Msg:
@@ -104,7 +124,7 @@ class Msg:
     thread-safe and never block on the network, except :meth:`double_ack`.
     """
 
-    __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_acked",
+    __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_ack", "_acked",
                  "_reply_b")
 
     def __init__(self, client: "Client | None", subject: str, reply: str, data: bytes,
@@ -116,6 +136,7 @@ class Msg:
         self._raw_headers = raw_headers
         self._headers = headers
         self._metadata: MsgMetadata | None = None
+        self._ack: AckFields | None = None
         self._acked = False
         self._reply_b = reply_b  # the reply as it came off the wire, so an ack need not re-encode it
 
@@ -149,8 +170,16 @@ class Msg:
         """
         md = self._metadata
         if md is None:
-            md = self._metadata = parse_metadata(self.reply)
+            md = self._metadata = _metadata_of(self._ack_fields())
         return md
+
+    def _ack_fields(self) -> AckFields:
+        """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`, the
+        ordered consumer and the Spark reader. Raises ``ValueError`` when it is not an ack subject."""
+        fields = self._ack
+        if fields is None:
+            fields = self._ack = parse_ack_subject(self.reply)
+        return fields
 
     # -- acknowledgements --------------------------------------------------------
 

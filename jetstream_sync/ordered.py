@@ -26,7 +26,7 @@ from . import errors
 from .api import decode
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, validate_stream_name
 from .consume import ConsumeHandle, MessageStream
-from .message import Msg
+from .message import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, Msg, parse_ack_subject
 from .pull import ContinuousPull, MessageBatch, Warning_, consume_options
 
 if TYPE_CHECKING:
@@ -48,18 +48,22 @@ _RESET_RETRY = 1.0
 _RELEASE_WAIT = 5.0
 
 
-def _sequences(reply: bytes) -> tuple[int, int] | None:
-    """(stream seq, consumer seq) from a $JS.ACK reply subject, or None if it is not one."""
-    tokens = reply.split(b".")
-    n = len(tokens)
+def _sequences(msg: Msg) -> tuple[int, int] | None:
+    """(stream seq, consumer seq) of a delivered message, or None if it has no ack subject."""
     try:
-        if n == 9:
-            return int(tokens[5]), int(tokens[6])
-        if n >= 11:
-            return int(tokens[7]), int(tokens[8])
+        fields = msg._ack_fields()  # parsed once per message, kept for metadata and the Spark reader
     except ValueError:
         return None
-    return None
+    return fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
+
+
+def _wire_sequences(reply: bytes) -> tuple[int, int] | None:
+    """(stream seq, consumer seq) from an ack subject as it comes off the wire (loop thread)."""
+    try:
+        fields = parse_ack_subject(reply)
+    except ValueError:
+        return None
+    return fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
 
 
 class OrderedConsumer:
@@ -152,7 +156,7 @@ class OrderedConsumer:
 
     def handed_over(self, msg: Msg) -> Msg:
         """Advance the cursor past a message given to the user (user thread)."""
-        seqs = _sequences(msg.reply.encode())
+        seqs = _sequences(msg)
         if seqs is not None:
             self.cursor = seqs[0]
         return msg
@@ -364,7 +368,7 @@ class OrderedBatch:
                 self.error = exc
                 self._finish()
                 raise
-        seqs = _sequences(msg.reply.encode())
+        seqs = _sequences(msg)
         if seqs is None or seqs[1] != oc._dseq + 1:
             oc.mark_reset()
             self._batch.stop()
@@ -483,7 +487,7 @@ class OrderedPull(ContinuousPull):
         if self._stopped or self._resetting:
             return
         if reply:
-            seqs = _sequences(reply)
+            seqs = _wire_sequences(reply)
             if seqs is not None:
                 if seqs[1] != self._dseq + 1:
                     self._reset_soon("gap")

@@ -13,7 +13,10 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
-from jetstream_sync.message import parse_metadata
+from jetstream_sync.message import (
+    ACK_CONSUMER_SEQ, ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS, Msg, SequencePair, parse_ack_subject,
+    parse_metadata,
+)
 
 TS_NANOS = 1_700_000_000_123_456_789  # 2023-11-14T22:13:20.123456789Z
 
@@ -104,6 +107,38 @@ class TestParseMetadata:
         nine = parse_metadata(f"$JS.ACK.ORDERS.worker.1.2.3.{TS_NANOS}.0").timestamp
         twelve = parse_metadata(f"$JS.ACK.hub.ACC.ORDERS.worker.1.2.3.{TS_NANOS}.0.r4nd0m").timestamp
         assert nine == twelve
+
+
+class TestParseAckSubject:
+    """The one ack-subject parser: the tuple the pull engines, the ordered consumer and Spark read."""
+
+    def test_str_and_wire_bytes_give_the_same_numbers(self):
+        reply = f"$JS.ACK.hub.ACC.ORDERS.worker.3.42.7.{TS_NANOS}.5.r4nd0m"
+        text = parse_ack_subject(reply)
+        wire = parse_ack_subject(reply.encode())
+        assert text == ("ORDERS", "worker", 3, 42, 7, TS_NANOS, 5, "hub")
+        assert wire == (b"ORDERS", b"worker", 3, 42, 7, TS_NANOS, 5, b"hub")
+        assert (text[ACK_STREAM_SEQ], text[ACK_CONSUMER_SEQ], text[ACK_PENDING]) == (42, 7, 5)
+        assert text[ACK_TIMESTAMP_NS] == TS_NANOS
+
+    def test_an_underscore_domain_in_bytes_means_no_domain(self):
+        assert parse_ack_subject(f"$JS.ACK._.ACC.S.c.1.2.3.{TS_NANOS}.0.tok".encode())[-1] is None
+
+    @pytest.mark.parametrize("reply", [b"_INBOX.abc", b"$JS.ACK.S.c.1.x.3.4.0", b""])
+    def test_wire_bytes_that_are_not_an_ack_subject_are_rejected(self, reply):
+        with pytest.raises(ValueError):
+            parse_ack_subject(reply)
+
+    def test_a_message_parses_its_reply_once_and_builds_metadata_from_it(self):
+        msg = Msg(None, "orders.new", f"$JS.ACK.ORDERS.worker.3.42.7.{TS_NANOS}.5", b"x")
+        fields = msg._ack_fields()
+        assert msg._ack_fields() is fields
+        assert msg.metadata == parse_metadata(msg.reply)
+        assert msg.metadata.sequence == SequencePair(stream=42, consumer=7)
+
+    def test_a_message_without_an_ack_subject_raises_on_metadata(self):
+        with pytest.raises(ValueError, match="no reply subject"):
+            Msg(None, "orders.new", "", b"x").metadata
 
 
 # -- against a server ---------------------------------------------------------------------------
