@@ -25,11 +25,11 @@ from typing import Any, Callable, Mapping, Sequence
 import nats
 import nats.errors
 from nats.aio.client import Client as _NatsClient
-from nats.protocol.command import hpub_cmd, pub_cmd
 
 from . import errors
 from ._headers import encode_headers
 from ._loop import EventLoopThread, Outbox
+from ._protocol import check_subject, check_timeout, encode_payload, prepare_pub, pub_command, single_valued
 from .message import Msg
 
 __all__ = ["Client", "connect"]
@@ -281,44 +281,6 @@ class _Listener:
         """
 
 
-def _check_timeout(timeout: Any, name: str = "timeout", allow_none: bool = True) -> float | None:
-    if timeout is None and allow_none:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds{' or None' if allow_none else ''}, got {timeout!r}")
-    if not timeout > 0:
-        raise ValueError(f"{name} must be > 0 seconds, got {timeout!r}")
-    return float(timeout)
-
-
-def encode_payload(data: Any, name: str = "data") -> bytes:
-    """Bytes for a payload: bytes-like as is, str as UTF-8; anything else is a TypeError."""
-    if isinstance(data, bytes):
-        return data
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    if isinstance(data, str):
-        return data.encode()
-    raise TypeError(f"{name} must be bytes or str, got {type(data).__name__}")
-
-
-_VALID_SUBJECTS: dict[str, bool] = {}
-
-
-def check_subject(subject: Any, name: str = "subject") -> str:
-    """Return ``subject`` if it is a valid NATS subject, else raise TypeError/ValueError naming ``name``."""
-    if type(subject) is str and subject in _VALID_SUBJECTS:
-        return subject
-    if not isinstance(subject, str):
-        raise TypeError(f"{name} must be a str, got {type(subject).__name__}")
-    if not subject or any(c in subject for c in " \t\r\n") or subject.startswith(".") or subject.endswith(".") \
-            or ".." in subject:
-        raise ValueError(f"{name} must be a non-empty NATS subject without whitespace or empty tokens, got {subject!r}")
-    if len(_VALID_SUBJECTS) < 4096:  # a small memo for hot publishing loops; bounded
-        _VALID_SUBJECTS[subject] = True
-    return subject
-
-
 class Client:
     """A blocking, thread-safe NATS connection driven by a private event loop thread.
 
@@ -336,7 +298,7 @@ class Client:
 
     def __init__(self, servers: str | Sequence[str] | None = None, *, name: str | None = None,
                  timeout: float = 5.0, **options: Any) -> None:
-        self._timeout = _check_timeout(timeout, allow_none=False)
+        self._timeout = check_timeout(timeout, allow_none=False)
         servers = _normalize_servers(servers)
         self._servers = servers
         self._name = name
@@ -508,7 +470,7 @@ class Client:
         """Resolve a ``timeout=`` argument: ``...``/missing means the client default."""
         if timeout is ...:
             return self._timeout
-        return _check_timeout(timeout, name)
+        return check_timeout(timeout, name)
 
     def call(self, coro: Any, timeout: float | None) -> Any:
         """Run a coroutine on the loop, translating nats-py errors; block until done.
@@ -633,7 +595,7 @@ class Client:
             ClientClosedError: the client is closed.
         """
         self._lt.check_usable()
-        self.write(build_pub(self, subject, data, reply, headers))
+        self.write(build_pub(subject, data, reply, headers, self.max_payload))
 
     def request(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                 timeout: float | None = ...) -> Msg:  # type: ignore[assignment]
@@ -653,7 +615,7 @@ class Client:
             raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
         if headers:
             encode_headers(headers)  # validates names and values (TypeError/ValueError naming the header)
-        hdrs = None if not headers else _single_valued(headers)
+        hdrs = None if not headers else single_valued(headers)
 
         async def go() -> Msg:
             m = await self._nc.request(subject, payload, timeout=t if t is not None else 1e9, headers=hdrs)
@@ -889,40 +851,13 @@ def _normalize_servers(servers: Any) -> list[str]:
     return out
 
 
-def _single_valued(headers: Mapping[str, Any]) -> dict[str, str]:
-    out = {}
-    for k, v in headers.items():
-        out[k] = v if isinstance(v, str) else ",".join(v)
-    return out
-
-
-def prepare_pub(client: Client, subject: str, data: Any, headers: Mapping[str, Any] | None) -> tuple[str, bytes, bytes]:
-    """Validate a publish on the calling thread; return (subject, payload, header block)."""
-    check_subject(subject)
-    payload = encode_payload(data)
-    if headers is not None and not isinstance(headers, Mapping):
-        raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
-    hdr = encode_headers(headers) if headers else b""
-    if len(payload) + len(hdr) > client.max_payload:
-        raise ValueError(f"data: {len(payload) + len(hdr)} bytes exceed the server's max_payload "
-                         f"of {client.max_payload}")
-    return subject, payload, hdr
-
-
-def pub_bytes(subject: str, reply: str, payload: bytes, hdr: bytes) -> bytes:
-    """The PUB/HPUB protocol command (no validation)."""
-    if hdr:
-        return hpub_cmd(subject, reply, hdr, payload)
-    return pub_cmd(subject, reply, payload)
-
-
-def build_pub(client: Client, subject: str, data: Any, reply: str | None,
-              headers: Mapping[str, Any] | None) -> bytes:
-    """Encode a PUB/HPUB command on the calling thread (validating every argument)."""
+def build_pub(subject: str, data: Any, reply: str | None, headers: Mapping[str, Any] | None,
+              max_payload: int) -> bytes:
+    """Encode a PUB/HPUB command on the calling thread (checking every argument)."""
     if reply is not None:
         check_subject(reply, "reply")
-    subject, payload, hdr = prepare_pub(client, subject, data, headers)
-    return pub_bytes(subject, reply or "", payload, hdr)
+    subject, payload, hdr = prepare_pub(subject, data, headers, max_payload)
+    return pub_command(subject, reply or "", payload, hdr)
 
 
 def connect(servers: str | Sequence[str] | None = None, *, name: str | None = None,

@@ -20,8 +20,8 @@ from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, wait_future
 from ._publish import Publisher
 from ._retry import RetryPolicy
+from ._protocol import check_int, check_subject, prepare_pub, pub_command, pub_command_parts
 from .api import ApiPrefix, decode
-from .client import check_subject, prepare_pub, pub_bytes
 from .config import (
     AccountInfo,
     AckPolicy,
@@ -64,14 +64,6 @@ def config_from(cls: type, config: Any, fields: Mapping[str, Any]) -> Any:
     if not isinstance(config, cls):
         raise TypeError(f"config must be a {cls.__name__} or a dict, got {type(config).__name__}")
     return attrs.evolve(config, **fields) if fields else config
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
 
 
 def _check_str(value: Any, name: str) -> str:
@@ -194,7 +186,7 @@ class JetStream:
             sub = await client.subscribe_raw(inbox, on_reply)
             try:
                 # The SUB above sits in the same outbound buffer, ahead of this PUB.
-                client.nc.write_nowait(pub_bytes(subject, sub.subject, body, b""))
+                client.nc.write_nowait(pub_command(subject, sub.subject, body, b""))
                 return await asyncio.wait_for(fut, t)
             finally:
                 client.remove_listener(listener)  # type: ignore[arg-type]
@@ -408,15 +400,12 @@ class JetStream:
         """Validate a publish; return the PUB command's bytes before and after the reply subject (no I/O)."""
         if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
                 and expected_last_subject_seq is None and expected_last_msg_id is None:
-            subject, payload, hdr = prepare_pub(self._client, subject, data, None)
+            subject, payload, hdr = prepare_pub(subject, data, None, self._client.max_payload)
         else:
-            subject, payload, hdr = prepare_pub(self._client, subject, data, self._pub_headers(
+            subject, payload, hdr = prepare_pub(subject, data, self._pub_headers(
                 headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-                expected_last_msg_id))
-        if hdr:
-            return (b"HPUB " + subject.encode() + b" ",
-                    b" %d %d\r\n" % (len(hdr), len(hdr) + len(payload)) + hdr + payload + b"\r\n")
-        return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(payload) + payload + b"\r\n"
+                expected_last_msg_id), self._client.max_payload)
+        return pub_command_parts(subject, payload, hdr)
 
     @staticmethod
     def _pub_headers(headers: Mapping[str, Any] | None, msg_id: str | None, expected_stream: str | None,
@@ -431,9 +420,9 @@ class JetStream:
             validate_stream_name(expected_stream, "expected_stream")
             extra[_EXPECTED_STREAM] = expected_stream
         if expected_last_seq is not None:
-            extra[_EXPECTED_LAST_SEQ] = str(_check_int(expected_last_seq, "expected_last_seq", 0))
+            extra[_EXPECTED_LAST_SEQ] = str(check_int(expected_last_seq, "expected_last_seq", 0))
         if expected_last_subject_seq is not None:
-            extra[_EXPECTED_LAST_SUBJ_SEQ] = str(_check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
+            extra[_EXPECTED_LAST_SUBJ_SEQ] = str(check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
         if expected_last_msg_id is not None:
             extra[_EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
         if not extra:

@@ -4,7 +4,7 @@
 #         loop crossing per batch, never a network wait), except double_ack.
 # Rule 2: headers are kept raw and decoded on first use: most consumers never
 #         look at them, and the raw size is what the server counts.
-# Rule 3: the ack subject is parsed by one pure function (parse_ack_subject), once per
+# Rule 3: the ack subject is parsed by one pure function (_protocol.parse_ack_subject), once per
 #         message, unit tested; MsgMetadata is built from it on first access.
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._headers import Headers, decode_headers
+from ._protocol import ACK, NAK, TERM, WPI, AckFields, ack_command, parse_ack_subject
 from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
@@ -27,10 +28,6 @@ __all__ = ["Msg", "MsgMetadata", "SequencePair", "parse_metadata"]
 # allocation on the hot path, and contention on acks of one message is rare.
 _ACK_LOCK = threading.Lock()
 
-_ACK = b"+ACK"
-_NAK = b"-NAK"
-_WPI = b"+WPI"
-_TERM = b"+TERM"
 
 
 @attrs.frozen(kw_only=True)
@@ -60,45 +57,6 @@ class MsgMetadata:
         """When the message was stored: a timezone-aware UTC datetime (a :class:`Timestamp`, so it also
         keeps the nanoseconds). Built on access (no I/O): most readers only need the sequences."""
         return Timestamp.from_ns(self.timestamp_ns)
-
-
-#: The fields of an ack subject in order: (stream, consumer, delivered, stream sequence, consumer
-#: sequence, timestamp in ns, pending, domain or None).
-AckFields = tuple[Any, Any, int, int, int, int, int, Any]
-#: Positions in :data:`AckFields` of the numbers readers use.
-ACK_DELIVERED, ACK_STREAM_SEQ, ACK_CONSUMER_SEQ, ACK_TIMESTAMP_NS, ACK_PENDING = 2, 3, 4, 5, 6
-
-
-def parse_ack_subject(reply: str | bytes) -> AckFields:
-    """The fields of a JetStream ack subject as a plain tuple (:data:`AckFields`): the one parser.
-
-    Two formats (ADR-15): ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>``
-    (9 tokens) and ``$JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>...]``
-    (11 or more tokens; a domain of ``_`` means none). Names come back as ``str`` for a ``str``
-    reply and as ``bytes`` for a ``bytes`` one (the loop thread reads the wire form). A tuple,
-    not :class:`MsgMetadata`: the pull engines and the Spark reader parse every message and need
-    only the numbers. Raises ``ValueError`` for anything else.
-    """
-    if not reply:
-        raise ValueError("not a JetStream message: it has no reply subject")
-    if isinstance(reply, str):
-        tokens = reply.split(".")
-        js, ack, none = "$JS", "ACK", ("_", "")
-    else:
-        tokens = reply.split(b".")
-        js, ack, none = b"$JS", b"ACK", (b"_", b"")
-    n = len(tokens)
-    if n < 9 or n == 10 or tokens[0] != js or tokens[1] != ack:
-        raise ValueError(f"not a JetStream ack subject: {reply!r}")
-    try:
-        if n == 9:
-            return (tokens[2], tokens[3], int(tokens[4]), int(tokens[5]), int(tokens[6]), int(tokens[7]),
-                    int(tokens[8]), None)
-        domain = None if tokens[2] in none else tokens[2]
-        return (tokens[4], tokens[5], int(tokens[6]), int(tokens[7]), int(tokens[8]), int(tokens[9]),
-                int(tokens[10]), domain)
-    except ValueError:
-        raise ValueError(f"not a JetStream ack subject (non-numeric field): {reply!r}") from None
 
 
 def _metadata_of(fields: AckFields) -> MsgMetadata:
@@ -199,8 +157,7 @@ class Msg:
                     raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
                 self._acked = True
         try:
-            client.write(b"PUB " + (self._reply_b or self.reply.encode()) + b" %d\r\n" % len(payload)
-                         + payload + b"\r\n")
+            client.write(ack_command(self._reply_b or self.reply.encode(), payload))
         except BaseException:
             if terminal:
                 self._acked = False
@@ -212,12 +169,12 @@ class Msg:
         Raises ``MessageAlreadyAckedError`` after a previous ack/nak/term,
         ``ClientClosedError`` when the client is closed.
         """
-        self._send_ack(_ACK, True)
+        self._send_ack(ACK, True)
 
     def nak(self, delay: float | _dt.timedelta | None = None) -> None:
         """Negatively acknowledge: ask for redelivery, after ``delay`` seconds if given. Never blocks."""
         if delay is None:
-            self._send_ack(_NAK, True)
+            self._send_ack(NAK, True)
             return
         if isinstance(delay, _dt.timedelta):
             delay = delay.total_seconds()
@@ -225,20 +182,20 @@ class Msg:
             raise TypeError(f"delay must be seconds (a number or timedelta), got {delay!r}")
         if delay < 0:
             raise ValueError(f"delay must be >= 0 seconds, got {delay!r}")
-        self._send_ack(_NAK + b' {"delay": %d}' % int(delay * 1e9), True)
+        self._send_ack(NAK + b' {"delay": %d}' % int(delay * 1e9), True)
 
     def in_progress(self) -> None:
         """Tell the server work is in progress (resets the ack wait). Allowed any number of times."""
-        self._send_ack(_WPI, False)
+        self._send_ack(WPI, False)
 
     def term(self, reason: str | None = None) -> None:
         """Terminate: the server never redelivers this message. Never blocks."""
         if reason is None:
-            self._send_ack(_TERM, True)
+            self._send_ack(TERM, True)
             return
         if not isinstance(reason, str):
             raise TypeError(f"reason must be a str, got {type(reason).__name__}")
-        self._send_ack(_TERM + b" " + reason.replace("\r", " ").replace("\n", " ").encode(), True)
+        self._send_ack(TERM + b" " + reason.replace("\r", " ").replace("\n", " ").encode(), True)
 
     def double_ack(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
         """Acknowledge and block until the server confirms it (at most ``timeout`` seconds).
@@ -256,7 +213,7 @@ class Msg:
                 raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
             self._acked = True
         try:
-            client.call(client.nc.request(self.reply, _ACK, timeout=t if t is not None else 1e9), t)
+            client.call(client.nc.request(self.reply, ACK, timeout=t if t is not None else 1e9), t)
         except TimeoutError as exc:
             self._acked = False
             raise TimeoutError.after(f"double_ack of {self._describe()}", t, "no confirmation from the server; "

@@ -26,7 +26,8 @@ from . import errors
 from .api import decode
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, validate_stream_name
 from .consume import ConsumeHandle, MessageStream
-from .message import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, Msg, parse_ack_subject
+from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
+from .message import Msg
 from .pull import ContinuousPull, MessageBatch, Warning_, consume_options
 
 if TYPE_CHECKING:

@@ -4,15 +4,13 @@
 # Rule 1: one inbox subscription per pull call; its raw handler runs on the
 #         loop thread, never blocks and never runs user code: messages go into
 #         a queue.SimpleQueue that the user's thread reads.
-# Rule 2: status sorting (``classify_status``) and option rules
-#         (``fetch_options``) are pure functions, unit tested without a server.
+# Rule 2: option rules (``fetch_options``) are pure functions, unit tested without a server;
+#         status sorting is ``_protocol.classify_status``.
 # Rule 3: a pull that ends unsubscribes its inbox at once, so the server drops
 #         any request still waiting on it and no later pull loses a message.
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
-import enum
 import itertools
 import json
 import logging
@@ -24,16 +22,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 import attrs
 
 from . import errors
-from ._headers import Headers, decode_headers
 from ._loop import WAKE_INTERVAL
+from ._protocol import Status, check_count, check_seconds, classify_status, spelled, status_of
 from .message import Msg
 
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "Status",
-           "classify_status",
-           "consume_options", "fetch_options"]
+__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
+           "fetch_options"]
 
 log = logging.getLogger(__name__)
 
@@ -41,77 +38,8 @@ log = logging.getLogger(__name__)
 BYTES_BATCH = 1_000_000
 #: Extra time the client waits beyond the server-side ``expires``.
 CLIENT_MARGIN = 1.0
-
-
-def _spelled(error: BaseException, subject: str) -> BaseException:
-    """A permission error naming ``subject`` as we spelled it (the server's text comes lower-cased)."""
-    spelled = getattr(error, "spelled", None)
-    return spelled(subject) if spelled is not None else error
-
-
-class Status(enum.Enum):
-    """What a status message means for a pull."""
-
-    HEARTBEAT = "heartbeat"  # 100 Idle Heartbeat: resets the timer, nothing else
-    END = "end"              # the pull finished quietly (404, 408, 409 batch completed / max bytes)
-    WARNING = "warning"      # the pull was refused but the consumer is fine (409 Exceeded ...)
-    TERMINAL = "terminal"    # stop for good (409 Consumer Deleted, 409 push based, 400, ...)
-
-
-def status_of(raw_headers: bytes, data: bytes) -> tuple[str, Headers] | None:
-    """(code, headers) when a pulled message is a status (no payload, ``NATS/1.0 <code>``), else None."""
-    if raw_headers and not data and raw_headers.startswith(b"NATS/1.0 "):
-        hdrs = decode_headers(raw_headers)
-        if hdrs is not None:
-            code = hdrs.get("Status")
-            if code:
-                return code, hdrs
-    return None
-
-
-def classify_status(code: str, description: str) -> tuple[Status, BaseException | None]:
-    """Sort a pull status message (ADR-37 "Status handling"); return the kind and the error to report."""
-    desc = description.lower()
-    if code == "100":
-        return Status.HEARTBEAT, None
-    if code in ("404", "408"):
-        return Status.END, None
-    if code == "409":
-        if "consumer deleted" in desc:
-            return Status.TERMINAL, errors.ConsumerDeletedError("the consumer was deleted (409 Consumer Deleted)")
-        if "push based" in desc:
-            return Status.TERMINAL, errors.APIError(409, None, description or "Consumer is push based")
-        if "message size exceeds maxbytes" in desc or "batch completed" in desc:
-            return Status.END, None
-        if "exceeded max" in desc or "leadership change" in desc:
-            return Status.WARNING, errors.APIError(409, None, description)
-        return Status.WARNING, errors.APIError(409, None, description)
-    if code == "503":
-        return Status.TERMINAL, errors.NoRespondersError("no responders for the pull request (503)")
-    return Status.TERMINAL, errors.APIError(int(code) if code.isdigit() else None, None,
-                                            description or f"pull failed with status {code}")
-
-
-def _seconds(value: Any, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, _dt.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be seconds (a number or timedelta), got {value!r}")
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
-    return float(value)
-
-
-def _count(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
-    return value
+#: Status kinds that only show the consumer is alive (a flow-control request never comes to a pull).
+_IDLE = (Status.HEARTBEAT, Status.FLOW_CONTROL)
 
 
 @attrs.frozen(kw_only=True)
@@ -146,16 +74,16 @@ def fetch_options(max_messages: Any = None, max_bytes: Any = None, expires: Any 
                   idle_heartbeat: Any = None, no_wait: bool = False) -> FetchOptions:
     """Apply ADR-37's rules for fetch/next: exactly one of max_messages/max_bytes, positive expiry,
     heartbeat at most half the expiry, on by default from 10 s expiries (5 s, as nats.go)."""
-    max_messages = _count(max_messages, "max_messages")
-    max_bytes = _count(max_bytes, "max_bytes")
+    max_messages = check_count(max_messages, "max_messages")
+    max_bytes = check_count(max_bytes, "max_bytes")
     if max_messages is not None and max_bytes is not None:
         raise ValueError("max_messages and max_bytes are exclusive: give exactly one")
     if max_messages is None and max_bytes is None:
         raise ValueError("give exactly one of max_messages or max_bytes")
-    exp = _seconds(expires, "expires")
+    exp = check_seconds(expires, "expires")
     if exp is None:
         raise ValueError("expires must be > 0 seconds, got None")
-    hb = _seconds(idle_heartbeat, "idle_heartbeat")
+    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
     if hb is not None and hb > exp / 2:
         raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
     if hb is None and exp >= 10 and not no_wait:
@@ -245,7 +173,7 @@ class _FetchPull:
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             kind, err = classify_status(status[0], status[1].get("Description", ""))
-            if kind is not Status.HEARTBEAT:
+            if kind not in _IDLE:
                 self.end(err if kind is not Status.END else None)
             return
         self.received += 1
@@ -279,7 +207,7 @@ class _FetchPull:
     def on_permission_denied(self, subject: str, error: BaseException) -> None:
         watched = getattr(self, "_watched", {})
         if subject in watched:
-            self.end(_spelled(error, watched[subject]))
+            self.end(spelled(error, watched[subject]))
 
 
 class MessageBatch:
@@ -395,22 +323,22 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
     expires/2 capped at 30 s (at least 0.5 s, at most expires/2); thresholds
     50% and never above their limit.
     """
-    mm = _count(max_messages, "max_messages")
-    mb = _count(max_bytes, "max_bytes")
+    mm = check_count(max_messages, "max_messages")
+    mb = check_count(max_bytes, "max_bytes")
     if mm is not None and mb is not None:
         raise ValueError("max_messages and max_bytes are exclusive: give at most one")
-    exp = _seconds(expires, "expires")
+    exp = check_seconds(expires, "expires")
     if exp is None or exp < 1.0:
         raise ValueError(f"expires must be at least 1 second for messages()/consume(), got {expires!r}")
-    hb = _seconds(idle_heartbeat, "idle_heartbeat")
+    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
     if hb is None:
         hb = max(0.5, min(exp / 2, 30.0))
     elif hb > exp / 2:
         raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
     elif hb < 0.5 or hb > 30.0:
         raise ValueError(f"idle_heartbeat must be between 0.5 and 30 seconds, got {hb:.3g}s")
-    tm = _count(threshold_messages, "threshold_messages") if threshold_messages != 0 else 0
-    tb = _count(threshold_bytes, "threshold_bytes") if threshold_bytes != 0 else 0
+    tm = check_count(threshold_messages, "threshold_messages") if threshold_messages != 0 else 0
+    tb = check_count(threshold_bytes, "threshold_bytes") if threshold_bytes != 0 else 0
     if mb is not None:
         if threshold_messages is not None:
             raise ValueError("threshold_messages goes with max_messages; with max_bytes use threshold_bytes")
@@ -601,7 +529,7 @@ class ContinuousPull:
 
     def _on_status(self, status: str, hdrs: Any) -> None:
         kind, err = classify_status(status, hdrs.get("Description", ""))
-        if kind is Status.HEARTBEAT:
+        if kind in _IDLE:
             return
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
@@ -680,7 +608,7 @@ class ContinuousPull:
         # Refused pulls would only ever be refused again: end with the error.
         for mine in (self._subject, self._inbox):
             if subject == mine.lower():
-                self.halt(_spelled(error, mine))
+                self.halt(spelled(error, mine))
                 return
 
     # -- user threads ------------------------------------------------------
@@ -765,7 +693,7 @@ class NextInbox:
         if q is None:
             return
         if subject == self.subject.decode().lower():
-            q.put((_spelled(error, self.subject.decode()),))
+            q.put((spelled(error, self.subject.decode()),))
         elif subject.startswith(self.prefix.decode().lower()):
             q.put((error,))
 
@@ -852,7 +780,7 @@ class NextInbox:
             status = status_of(raw, data) if raw and not data else None
             if status is not None:
                 kind, err = classify_status(status[0], status[1].get("Description", ""))
-                if kind is Status.HEARTBEAT:
+                if kind in _IDLE:
                     continue
                 self._ok = True  # the server ended this request itself
                 if kind is Status.END:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from . import errors
 from ._headers import Headers
-from .client import check_subject
+from ._protocol import check_subject
 from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_time
 
 if TYPE_CHECKING:

@@ -13,10 +13,8 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
-from jetstream_sync.message import (
-    ACK_CONSUMER_SEQ, ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS, Msg, SequencePair, parse_ack_subject,
-    parse_metadata,
-)
+from jetstream_sync._protocol import ACK_CONSUMER_SEQ, ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS, parse_ack_subject
+from jetstream_sync.message import Msg, SequencePair, parse_metadata
 
 TS_NANOS = 1_700_000_000_123_456_789  # 2023-11-14T22:13:20.123456789Z
 

@@ -8,8 +8,7 @@ import datetime as dt
 
 import pytest
 
-import jetstream_sync as jss
-from jetstream_sync.pull import BYTES_BATCH, Status, classify_status, consume_options, fetch_options
+from jetstream_sync.pull import BYTES_BATCH, consume_options, fetch_options
 
 
 # --- consume_options (messages() / consume()) -----------------------------------------------
@@ -228,68 +227,3 @@ def test_fetch_refuses_non_positive_and_non_int_limits(field):
         fetch_options(**{field: 0})
     with pytest.raises(TypeError, match=field):
         fetch_options(**{field: 2.5})
-
-
-# --- classify_status ------------------------------------------------------------------------
-
-
-def test_status_100_is_a_heartbeat():
-    assert classify_status("100", "Idle Heartbeat") == (Status.HEARTBEAT, None)
-
-
-@pytest.mark.parametrize(("code", "description"), [
-    ("404", "No Messages"),
-    ("408", "Request Timeout"),
-    ("409", "Message Size Exceeds MaxBytes"),
-    ("409", "Batch Completed"),
-])
-def test_statuses_that_end_a_pull_quietly(code, description):
-    assert classify_status(code, description) == (Status.END, None)
-
-
-def test_409_consumer_deleted_is_terminal_with_consumer_deleted_error():
-    kind, err = classify_status("409", "Consumer Deleted")
-    assert kind is Status.TERMINAL
-    assert isinstance(err, jss.ConsumerDeletedError)
-
-
-def test_409_consumer_is_push_based_is_terminal_with_an_api_error():
-    kind, err = classify_status("409", "Consumer is push based")
-    assert kind is Status.TERMINAL
-    assert isinstance(err, jss.APIError)
-    assert err.code == 409
-    assert "push based" in str(err)
-
-
-@pytest.mark.parametrize("description", [
-    "Exceeded MaxWaiting",
-    "Exceeded MaxRequestBatch of 100",
-    "Exceeded MaxRequestExpires of 1s",
-    "Exceeded MaxRequestMaxBytes of 1024",
-])
-def test_409_exceeded_limits_are_warnings_carrying_the_description(description):
-    kind, err = classify_status("409", description)
-    assert kind is Status.WARNING
-    assert isinstance(err, jss.APIError)
-    assert not isinstance(err, jss.ConsumerDeletedError)
-    assert err.code == 409
-    assert description in str(err)
-
-
-def test_400_bad_request_is_terminal_with_an_api_error():
-    kind, err = classify_status("400", "Bad Request")
-    assert kind is Status.TERMINAL
-    assert isinstance(err, jss.APIError)
-    assert err.code == 400
-    assert "Bad Request" in str(err)
-
-
-def test_503_is_terminal_no_responders():
-    kind, err = classify_status("503", "")
-    assert kind is Status.TERMINAL
-    assert isinstance(err, jss.NoRespondersError)
-
-
-def test_status_descriptions_are_matched_without_regard_to_case():
-    assert classify_status("409", "consumer deleted")[0] is Status.TERMINAL
-    assert classify_status("409", "BATCH COMPLETED") == (Status.END, None)

@@ -79,7 +79,7 @@ from pyspark.sql.types import (
 import jetstream_sync as jss
 from jetstream_sync.client import redact_url
 from jetstream_sync.config import validate_stream_name
-from jetstream_sync.message import ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS
+from jetstream_sync._protocol import ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS
 
 from ._connections import ConnectionOptions, drop, jetstream_for
 from ._publisher import PartitionPublisher, derived_write_id, new_write_id
