@@ -27,7 +27,7 @@ from ._headers import decode_headers
 from .config import PubAck
 
 if TYPE_CHECKING:
-    from .client import Client
+    from ._connection import Connection
 
 __all__ = ["Publisher"]
 
@@ -102,7 +102,7 @@ def _parse_puback(raw: bytes) -> PubAck:
     return PubAck.from_response(resp)
 
 
-_SHARED: "weakref.WeakKeyDictionary[Client, dict[int, Publisher]]" = weakref.WeakKeyDictionary()
+_SHARED: "weakref.WeakKeyDictionary[Connection, dict[int, Publisher]]" = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
@@ -114,7 +114,7 @@ class Publisher:
     """
 
     @classmethod
-    def shared(cls, client: "Client", max_pending: int) -> "Publisher":
+    def shared(cls, client: "Connection", max_pending: int) -> "Publisher":
         with _SHARED_LOCK:
             per_client = _SHARED.setdefault(client, {})
             pub = per_client.get(max_pending)
@@ -122,7 +122,7 @@ class Publisher:
                 pub = per_client[max_pending] = cls(client, max_pending)
             return pub
 
-    def __init__(self, client: "Client", max_pending: int) -> None:
+    def __init__(self, client: "Connection", max_pending: int) -> None:
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be an int >= 1, got {max_pending!r}")
         self._client = client

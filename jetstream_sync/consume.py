@@ -74,14 +74,14 @@ class MessageStream:
     def __init__(self, consumer: "Consumer", opts: ConsumeOptions, engine: type = ContinuousPull) -> None:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._q.put)
-        self._client = consumer.client
+        self._conn = consumer._conn
         self._what = f"messages().next() on {consumer._label}"
         self._ended = False
         self._stopping = False
         self._confirmed = False  # the server has read every ack written before the end
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
-        self._client.call(self._engine.start(), consumer.js.timeout)
+        self._conn.call(self._engine.start(), consumer.js.timeout)
 
     def next(self, timeout: float | None = None) -> Msg:
         """Return the next message, blocking at most ``timeout`` seconds (None: until one comes).
@@ -146,7 +146,7 @@ class MessageStream:
     def _confirm(self) -> None:
         if not self._confirmed:
             self._confirmed = True
-            self._client.confirm_writes()
+            self._conn.confirm_writes()
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -238,8 +238,8 @@ class ConsumeHandle:
         self._threads = [threading.Thread(target=self._work, name=f"jetstream-sync-worker-{consumer.name}-{i}",
                                           daemon=True) for i in range(workers)]
         self._alive = workers
-        self._client = consumer.client
-        consumer.client.call(self._engine.start(), consumer.js.timeout)
+        self._conn = consumer._conn
+        self._conn.call(self._engine.start(), consumer.js.timeout)
         for t in self._threads:
             t.start()
 
@@ -305,7 +305,7 @@ class ConsumeHandle:
                 self._engine.stop_soon()
                 self._release_leftovers()
                 # "closed" means the server has every ack/nak/term the workers wrote.
-                self._client.confirm_writes()
+                self._conn.confirm_writes()
                 self._closed.set()
 
     def _release_leftovers(self) -> None:

@@ -17,6 +17,7 @@ from .consume import ConsumeHandle, MessageStream
 from .pull import MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
+    from ._connection import Connection
     from .client import Client
     from .jetstream import JetStream
 
@@ -44,6 +45,10 @@ class Consumer:
     @property
     def client(self) -> "Client":
         return self._js.client
+
+    @property
+    def _conn(self) -> "Connection":
+        return self._js._conn
 
     @property
     def cached_info(self) -> ConsumerInfo:
@@ -77,7 +82,7 @@ class Consumer:
         are raised by iteration after the messages before them.
         """
         opts = fetch_options(max_messages, max_bytes, expires, idle_heartbeat)
-        t = None if timeout is None else self.client.timeout_or_default(timeout)
+        t = None if timeout is None else self._conn.timeout_or_default(timeout)
         return start_fetch(self, opts, t)
 
     def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> MessageBatch:
@@ -109,7 +114,7 @@ class Consumer:
             inbox = self._next_inbox
             if inbox is None or inbox.retired:
                 inbox = NextInbox(self)
-                self.client.call(inbox.start(), self._js.timeout)
+                self._conn.call(inbox.start(), self._js.timeout)
                 self._next_inbox = inbox
             mine = inbox.try_acquire()
         if not mine:  # another thread is in next() on this handle: a one-off pull of its own

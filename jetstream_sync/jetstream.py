@@ -85,12 +85,13 @@ class JetStream:
     def __init__(self, client: "Client", *, domain: str | None = None, api_prefix: str | None = None,
                  timeout: float | None = None, retry: RetryPolicy | None = None, max_pending: int = 4000) -> None:
         self._client = client
+        self._conn = conn = client._conn
         self.api = ApiPrefix(domain, api_prefix)
-        self._timeout = client.default_timeout if timeout is None else client.timeout_or_default(timeout)
+        self._timeout = conn.default_timeout if timeout is None else conn.timeout_or_default(timeout)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
         self.retry = retry if retry is not None else RetryPolicy()
-        self._publisher = Publisher.shared(client, max_pending)
+        self._publisher = Publisher.shared(conn, max_pending)
 
     @property
     def client(self) -> "Client":
@@ -107,7 +108,7 @@ class JetStream:
 
     def resolve_timeout(self, timeout: Any) -> float | None:
         """``...`` (not given) means this context's default; None means no limit."""
-        return self._timeout if timeout is ... else self._client.timeout_or_default(timeout)
+        return self._timeout if timeout is ... else self._conn.timeout_or_default(timeout)
 
     # -- the one request path ----------------------------------------------------
 
@@ -121,14 +122,14 @@ class JetStream:
         """
         t = self.resolve_timeout(timeout)
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
-        client = self._client
+        client = self._conn
         attempt = 0
 
         def once() -> dict[str, Any]:
             nonlocal attempt
             attempt += 1
             try:
-                reply = client.call(client.nc.request(subject, body, timeout=t if t is not None else 1e9), t)
+                reply = client.call(client.request(subject, body, t), t)
             except errors.NoRespondersError as exc:
                 raise errors.JetStreamNotEnabledError(
                     f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
@@ -157,7 +158,7 @@ class JetStream:
         """
         t = self.resolve_timeout(timeout)
         body = json.dumps(payload, separators=(",", ":")).encode()
-        client = self._client
+        client = self._conn
 
         async def go() -> tuple[bytes, bytes]:
             fut: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -186,7 +187,7 @@ class JetStream:
             sub = await client.subscribe_raw(inbox, on_reply)
             try:
                 # The SUB above sits in the same outbound buffer, ahead of this PUB.
-                client.nc.write_nowait(pub_command(subject, sub.subject, body, b""))
+                client.write_now(pub_command(subject, sub.subject, body, b""))
                 return await asyncio.wait_for(fut, t)
             finally:
                 client.remove_listener(listener)  # type: ignore[arg-type]
@@ -400,11 +401,11 @@ class JetStream:
         """Validate a publish; return the PUB command's bytes before and after the reply subject (no I/O)."""
         if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
                 and expected_last_subject_seq is None and expected_last_msg_id is None:
-            subject, payload, hdr = prepare_pub(subject, data, None, self._client.max_payload)
+            subject, payload, hdr = prepare_pub(subject, data, None, self._conn.max_payload)
         else:
             subject, payload, hdr = prepare_pub(subject, data, self._pub_headers(
                 headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-                expected_last_msg_id), self._client.max_payload)
+                expected_last_msg_id), self._conn.max_payload)
         return pub_command_parts(subject, payload, hdr)
 
     @staticmethod
@@ -487,7 +488,7 @@ class JetStream:
         Raises ``TimeoutError`` if some are still unresolved after ``timeout``.
         """
         t = self.resolve_timeout(timeout)
-        self._client.loop_thread.check_usable()
+        self._conn.loop_thread.check_usable()
         deadline = None if t is None else time.monotonic() + t
         for fut in self._publisher.outstanding():
             try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -20,7 +20,7 @@ from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
 if TYPE_CHECKING:
-    from .client import Client
+    from ._connection import Connection
 
 __all__ = ["Msg", "MsgMetadata", "SequencePair", "parse_metadata"]
 
@@ -85,7 +85,7 @@ class Msg:
     __slots__ = ("_client", "subject", "reply", "data", "_raw_headers", "_headers", "_metadata", "_ack", "_acked",
                  "_reply_b")
 
-    def __init__(self, client: "Client | None", subject: str, reply: str, data: bytes,
+    def __init__(self, client: "Connection | None", subject: str, reply: str, data: bytes,
                  raw_headers: bytes = b"", headers: Headers | None = None, reply_b: bytes | None = None) -> None:
         self._client = client
         self.subject = subject
@@ -97,12 +97,6 @@ class Msg:
         self._ack: AckFields | None = None
         self._acked = False
         self._reply_b = reply_b  # the reply as it came off the wire, so an ack need not re-encode it
-
-    @classmethod
-    def from_nats(cls, client: "Client | None", m: Any) -> "Msg":
-        """Wrap a nats-py message (headers already parsed by nats-py)."""
-        hdrs = Headers(m.headers) if m.headers else None
-        return cls(client, m.subject, m.reply or "", m.data, b"", hdrs)
 
     @property
     def headers(self) -> Headers:
@@ -213,7 +207,7 @@ class Msg:
                 raise MessageAlreadyAckedError(f"message on {self.subject!r} was already acknowledged")
             self._acked = True
         try:
-            client.call(client.nc.request(self.reply, ACK, timeout=t if t is not None else 1e9), t)
+            client.call(client.request(self.reply, ACK, t), t)
         except TimeoutError as exc:
             self._acked = False
             raise TimeoutError.after(f"double_ack of {self._describe()}", t, "no confirmation from the server; "

@@ -31,6 +31,7 @@ from .message import Msg
 from .pull import ContinuousPull, MessageBatch, Warning_, consume_options
 
 if TYPE_CHECKING:
+    from ._connection import Connection
     from .client import Client
     from .consumer import Consumer
     from .jetstream import JetStream
@@ -109,6 +110,10 @@ class OrderedConsumer:
     def client(self) -> "Client":
         return self._js.client
 
+    @property
+    def _conn(self) -> "Connection":
+        return self._js._conn
+
     # -- configuration of the next incarnation ----------------------------
 
     def next_config(self, after: int | None = None) -> ConsumerConfig:
@@ -170,7 +175,7 @@ class OrderedConsumer:
             self._needs_reset = False
             self._dseq = 0
             if old is not None:
-                _delete_quietly(self.client, self._js.api.consumer_delete(self.stream_name, old.name))
+                _delete_quietly(self._conn, self._js.api.consumer_delete(self.stream_name, old.name))
         return self._current
 
     def mark_reset(self) -> None:
@@ -276,7 +281,7 @@ class OrderedConsumer:
         if cur is None:
             return
         if not wait:
-            _delete_quietly(self.client, self._js.api.consumer_delete(self.stream_name, cur.name))
+            _delete_quietly(self._conn, self._js.api.consumer_delete(self.stream_name, cur.name))
             return
         try:
             self._js.delete_consumer(self.stream_name, cur.name)
@@ -296,17 +301,17 @@ class OrderedConsumer:
         return f"<OrderedConsumer {self.stream_name!r} cursor={self.cursor}>"
 
 
-def _delete_quietly(client: "Client", subject: str) -> None:
+def _delete_quietly(conn: "Connection", subject: str) -> None:
     """Ask the server to delete a consumer without waiting (any thread); the inactive threshold is the backstop."""
 
     async def go() -> None:
         try:
-            await client.nc.request(subject, b"", timeout=5)
+            await conn.request(subject, b"", 5)
         except Exception:
             pass
 
     try:
-        client.loop_thread.call_soon(lambda: client.loop_thread.spawn(go(), name="jetstream-sync-ordered-delete"))
+        conn.loop_thread.call_soon(lambda: conn.loop_thread.spawn(go(), name="jetstream-sync-ordered-delete"))
     except errors.ClientClosedError:
         pass
 
@@ -416,10 +421,10 @@ class OrderedPull(ContinuousPull):
     async def start(self) -> None:
         oc = self._oc
         if oc._current is not None:  # a fetch left its incarnation behind: this pull makes its own
-            _delete_quietly(self._client, oc.js.api.consumer_delete(oc.stream_name, oc._current.name))
+            _delete_quietly(self._conn, oc.js.api.consumer_delete(oc.stream_name, oc._current.name))
             oc._current = None
         oc.mark_reset()
-        self._client.add_listener(self)
+        self._conn.add_listener(self)
         self._last_seen = time.monotonic()
         await self._reset("start")
         self._arm_heartbeat()
@@ -429,11 +434,11 @@ class OrderedPull(ContinuousPull):
         if self._resetting or self._stopped:
             return
         self._resetting = True
-        client = self._client
+        client = self._conn
         try:
             old_sub, old_name = self._sub, self._consumer_name()
             if old_sub is not None:
-                client.nc._raw_handlers[old_sub._id] = _ignore
+                client.mute(old_sub)
                 await client.unsubscribe_raw(old_sub)
                 self._sub = None
                 _delete_quietly(client, self._oc.js.api.consumer_delete(self._oc.stream_name, old_name))
@@ -444,7 +449,7 @@ class OrderedPull(ContinuousPull):
             while not self._stopped:
                 subject, body, name = self._oc.create_request(self._recv)
                 try:
-                    reply = await client.nc.request(subject, body, timeout=self._oc.js.timeout)
+                    reply = await client.request(subject, body, self._oc.js.timeout)
                     decode(reply.data)
                 except errors.APIError as exc:
                     if exc.retriable:  # 503: JetStream busy electing a leader
@@ -477,7 +482,7 @@ class OrderedPull(ContinuousPull):
 
     def _reset_soon(self, reason: str) -> None:
         if not self._resetting and not self._stopped:
-            self._client.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
+            self._conn.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
 
     def _check(self) -> None:
         if self._resetting or self._sub is None:
@@ -521,7 +526,7 @@ class OrderedPull(ContinuousPull):
         if not self._stopped:
             name = self._consumer_name()
             if name:
-                _delete_quietly(self._client, self._oc.js.api.consumer_delete(self._oc.stream_name, name))
+                _delete_quietly(self._conn, self._oc.js.api.consumer_delete(self._oc.stream_name, name))
             self._oc._leave()
         super().halt(err)
 
@@ -533,7 +538,3 @@ class OrderedPull(ContinuousPull):
     def stop_soon(self) -> None:
         self._oc._release_soon()
         super().stop_soon()
-
-
-def _ignore(*_: Any) -> None:
-    pass

@@ -22,8 +22,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 import attrs
 
 from . import errors
+from ._connection import translate
 from ._loop import WAKE_INTERVAL
-from ._protocol import Status, check_count, check_seconds, classify_status, spelled, status_of
+from ._protocol import (
+    NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, spelled, status_of,
+)
 from .message import Msg
 
 if TYPE_CHECKING:
@@ -100,7 +103,7 @@ class _FetchPull:
 
     def __init__(self, consumer: "Consumer", opts: FetchOptions) -> None:
         self._consumer = consumer
-        self._client = consumer.client
+        self._conn = consumer._conn
         self._opts = opts
         self.out: queue.SimpleQueue = queue.SimpleQueue()
         self.received = 0
@@ -113,20 +116,18 @@ class _FetchPull:
 
     def start_soon(self) -> None:
         """Schedule ``start()`` on the loop without waiting for it (any thread). Never blocks."""
-        lt = self._client.loop_thread
+        lt = self._conn.loop_thread
         lt.call_soon(lambda: lt.spawn(self.start(), name="jetstream-sync-fetch"))
 
     async def start(self) -> None:
         if self._ended:  # stopped before it began
             return
-        client = self._client
+        client = self._conn
         inbox = client.new_inbox()
         try:
             self._sub = await client.subscribe_raw(inbox, self._on_msg)
         except Exception as exc:
-            from .client import _translate
-
-            self.end(_translate(exc))
+            self.end(translate(exc))
             return
         if self._ended:
             await client.unsubscribe_raw(self._sub)
@@ -136,7 +137,7 @@ class _FetchPull:
         self._watched = {subject.lower(): subject, inbox.lower(): inbox}
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
         try:
-            client.nc.write_nowait(f"PUB {subject} {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
+            client.write_now(pub_command(subject, inbox, body, b""))
         except errors.JetStreamError as exc:
             self.end(exc)
             return
@@ -146,7 +147,7 @@ class _FetchPull:
         self._arm()
 
     def _arm(self) -> None:
-        loop = self._client.loop_thread.loop
+        loop = self._conn.loop_thread.loop
         hb = self._opts.idle_heartbeat
         wait = self._deadline - time.monotonic()
         if hb is not None:
@@ -179,7 +180,7 @@ class _FetchPull:
         self.received += 1
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         self.received_bytes += size
-        self.out.put(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+        self.out.put(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
         opts = self._opts
         if self.received >= opts.batch or (opts.max_bytes is not None and self.received_bytes >= opts.max_bytes):
             self.end(None)
@@ -191,9 +192,9 @@ class _FetchPull:
         self._ended = True
         if self._watchdog is not None:
             self._watchdog.cancel()
-        self._client.remove_listener(self)
+        self._conn.remove_listener(self)
         if self._sub is not None:
-            self._client.loop_thread.spawn(self._client.unsubscribe_raw(self._sub), name="jetstream-sync-unsub")
+            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub), name="jetstream-sync-unsub")
         self.out.put((_END, err))
 
     # connection events (loop thread)
@@ -245,7 +246,7 @@ class MessageBatch:
 
     def _next(self) -> Msg:
         get = self._pull.out.get
-        lt = self._pull._client.loop_thread
+        lt = self._pull._conn.loop_thread
         while True:
             try:
                 item = get(timeout=WAKE_INTERVAL)
@@ -275,7 +276,7 @@ class MessageBatch:
         if self._pull._ended:
             return  # already over (read on any thread: a stale False only costs one no-op crossing)
         try:
-            self._pull._client.loop_thread.call_soon(self._pull.end, None)
+            self._pull._conn.loop_thread.call_soon(self._pull.end, None)
         except errors.ClientClosedError:
             pass
 
@@ -291,7 +292,7 @@ def start_fetch(consumer: "Consumer", opts: FetchOptions, timeout: float | None 
 
     ``timeout`` is accepted for symmetry; nothing here waits on the network."""
     pull = _FetchPull(consumer, opts)
-    consumer.client.loop_thread.check_usable()
+    consumer._conn.loop_thread.check_usable()
     # No wait for the loop: the request goes out with the loop's next turn,
     # and anything that stops it arrives through the batch like any ending.
     pull.start_soon()
@@ -394,7 +395,7 @@ class ContinuousPull:
 
     def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Any) -> None:
         self._consumer = consumer
-        self._client = consumer.client
+        self._conn = consumer._conn
         self._opts = opts
         self._sink = sink
         self._lock = threading.Lock()  # guards the counters below; held briefly on both sides
@@ -419,12 +420,12 @@ class ContinuousPull:
     # -- loop thread -------------------------------------------------------
 
     async def start(self) -> None:
-        client = self._client
+        client = self._conn
         self._inbox = client.new_inbox()
         self._subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
         self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
         client.add_listener(self)
-        self._paused = not client.nc.is_connected
+        self._paused = not client.is_connected
         self._last_seen = time.monotonic()
         self._check()
         self._arm_heartbeat()
@@ -436,8 +437,7 @@ class ContinuousPull:
         if max_bytes is not None:
             req["max_bytes"] = max_bytes
         body = json.dumps(req, separators=(",", ":")).encode()
-        self._client.nc.write_nowait(f"PUB {self._subject} {self._inbox} {len(body)}\r\n".encode()
-                                     + body + b"\r\n")
+        self._conn.write_now(pub_command(self._subject, self._inbox, body, b""))
         self.pulls += 1
 
     def _check(self) -> None:
@@ -480,7 +480,7 @@ class ContinuousPull:
         if self._stopped:
             return
         hb = self._opts.idle_heartbeat
-        self._hb_timer = self._client.loop_thread.loop.call_later(hb, self._on_heartbeat_timer)
+        self._hb_timer = self._conn.loop_thread.loop.call_later(hb, self._on_heartbeat_timer)
 
     def _on_heartbeat_timer(self) -> None:
         if self._stopped:
@@ -502,7 +502,7 @@ class ContinuousPull:
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._stopped:
             if reply.startswith(b"$JS.ACK."):  # arrived after stop: hand it back at once
-                self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
+                self._conn.write_now(ack_command(reply, NAK))
             return
         self._last_seen = time.monotonic()
         status = status_of(raw_headers, data) if raw_headers and not data else None
@@ -523,7 +523,7 @@ class ContinuousPull:
             else:
                 due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
         self.received += 1
-        self._sink(Msg(self._client, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+        self._sink(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
         if due:
             self._check()
 
@@ -548,7 +548,7 @@ class ContinuousPull:
                     self._sink(Warning_(errors.JetStreamError(
                         f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))
                     if self._retry_timer is None:
-                        self._retry_timer = self._client.loop_thread.loop.call_later(RETRY_PULL_DELAY,
+                        self._retry_timer = self._conn.loop_thread.loop.call_later(RETRY_PULL_DELAY,
                                                                                      self._retry_pull)
                     return
             self._check()
@@ -564,7 +564,7 @@ class ContinuousPull:
             self._pending_msgs = 0
             self._pending_bytes = 0
         if self._retry_timer is None:
-            self._retry_timer = self._client.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
+            self._retry_timer = self._conn.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
 
     def _retry_pull(self) -> None:
         self._retry_timer = None
@@ -578,11 +578,11 @@ class ContinuousPull:
         for timer in (self._hb_timer, self._retry_timer):
             if timer is not None:
                 timer.cancel()
-        self._client.remove_listener(self)
+        self._conn.remove_listener(self)
         if self._sub is not None:
             # Dropping interest makes the server discard our waiting pull requests;
             # the handler stays a little longer to NAK what was already on the wire.
-            self._client.loop_thread.spawn(self._client.unsubscribe_raw(self._sub, linger=2.0),
+            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
                                            name="jetstream-sync-unsub")
         self.halted.set()
         self._sink(Terminal(err))
@@ -629,7 +629,7 @@ class ContinuousPull:
                 return
             self._check_scheduled = True
         try:
-            self._client.loop_thread.call_soon(self._check_soon)
+            self._conn.loop_thread.call_soon(self._check_soon)
         except errors.ClientClosedError:
             return
         # Let the loop thread run the refill now: a busy worker would otherwise
@@ -644,7 +644,7 @@ class ContinuousPull:
     def stop_soon(self) -> None:
         """Ask the loop to halt this pull (any thread). Never blocks."""
         try:
-            self._client.loop_thread.call_soon(self.halt, None)
+            self._conn.loop_thread.call_soon(self.halt, None)
         except errors.ClientClosedError:
             self.halted.set()
 
@@ -667,19 +667,19 @@ class NextInbox:
     """
 
     def __init__(self, consumer: "Consumer") -> None:
-        self._client = consumer.client
+        self._conn = consumer._conn
         self._busy = threading.Lock()
         self._current: queue.SimpleQueue | None = None
         self._token = b""
         self._tokens = itertools.count(1)
-        self.prefix = consumer.client.new_inbox().encode() + b"."
+        self.prefix = consumer._conn.new_inbox().encode() + b"."
         self.subject = consumer.js.api.msg_next(consumer.stream_name, consumer.name).encode()
         self._sub: Any = None
         self.retired = False
 
     async def start(self) -> None:
-        self._sub = await self._client.subscribe_raw(self.prefix.decode() + "*", self._on_msg)
-        self._client.add_listener(self)
+        self._sub = await self._conn.subscribe_raw(self.prefix.decode() + "*", self._on_msg)
+        self._conn.add_listener(self)
 
     # connection events (loop thread)
     def on_disconnected(self) -> None: ...
@@ -707,7 +707,7 @@ class NextInbox:
             q.put((subject, reply, data, raw_headers))
         elif reply.startswith(b"$JS.ACK."):  # nobody waits for it any more: hand it back
             try:
-                self._client.nc.write_nowait(b"PUB " + reply + b" 4\r\n-NAK\r\n")
+                self._conn.write_now(ack_command(reply, NAK))
             except errors.JetStreamError:
                 pass
 
@@ -721,20 +721,20 @@ class NextInbox:
             return
         self.retired = True
         try:
-            self._client.loop_thread.call_soon(self._client.remove_listener, self)
+            self._conn.loop_thread.call_soon(self._conn.remove_listener, self)
         except errors.ClientClosedError:
             pass
         if self._sub is not None:
             try:
-                self._client.loop_thread.call_soon(
-                    lambda: self._client.loop_thread.spawn(self._client.unsubscribe_raw(self._sub, linger=2.0),
+                self._conn.loop_thread.call_soon(
+                    lambda: self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
                                                            name="jetstream-sync-unsub"))
             except errors.ClientClosedError:
                 pass
 
     def next(self, opts: FetchOptions, what: str) -> Msg:
         """Send a one-message pull and wait for its answer on the calling thread (after ``try_acquire``)."""
-        client = self._client
+        client = self._conn
         token = b"%d" % next(self._tokens)
         q: queue.SimpleQueue = queue.SimpleQueue()
         self._token = token
@@ -753,7 +753,7 @@ class NextInbox:
                 self.retire()
 
     def _wait(self, q: queue.SimpleQueue, opts: FetchOptions, what: str) -> Msg:
-        client = self._client
+        client = self._conn
         now = time.monotonic()
         deadline = now + opts.client_deadline
         hb = opts.idle_heartbeat

@@ -182,7 +182,7 @@ class ApiSpy:
             for pattern in self.PATTERNS:
                 # subscribe_raw is the package's raw subscription (no public
                 # subscribe exists); the handler gets (subject, reply, data, headers).
-                self._client.call(self._client.subscribe_raw(pattern, self._on_request), 5.0)
+                self._client._conn.call(self._client._conn.subscribe_raw(pattern, self._on_request), 5.0)
             self._client.flush()
         except BaseException:
             self._client.close()

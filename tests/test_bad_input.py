@@ -34,7 +34,7 @@ class WireSpy:
         try:
             # subscribe_raw is the package's raw subscription (no public subscribe
             # exists); the handler runs on the spy's loop thread and only appends.
-            self._client.call(self._client.subscribe_raw(">", self._on_msg), 5.0)
+            self._client._conn.call(self._client._conn.subscribe_raw(">", self._on_msg), 5.0)
             self._client.flush()
         except BaseException:
             self._client.close()

@@ -33,7 +33,7 @@ def free_port() -> int:
 
 def threads_of(client: jss.Client) -> list[threading.Thread]:
     """Live threads that belong to this client (its loop thread and its event thread)."""
-    return [t for t in our_threads() if t is client.loop_thread.thread or t.name.startswith("jetstream-sync-events")]
+    return [t for t in our_threads() if t is client._conn.loop_thread.thread or t.name.startswith("jetstream-sync-events")]
 
 
 class PlainNats:
@@ -123,7 +123,7 @@ class TestConnect:
     @pytest.mark.timeout(20)
     def test_connect_without_servers_or_nats_url_tries_the_default_local_port(self, monkeypatch):
         monkeypatch.delenv("NATS_URL", raising=False)
-        monkeypatch.setattr(jss.client, "DEFAULT_URL", f"nats://127.0.0.1:{free_port()}")
+        monkeypatch.setattr(jss._connection, "DEFAULT_URL", f"nats://127.0.0.1:{free_port()}")
         with pytest.raises(jss.NoServersError, match="127.0.0.1"):
             jss.connect(timeout=2.0, max_reconnect_attempts=0)
 
@@ -195,7 +195,7 @@ class TestConnect:
             wait_for(lambda: "reconnected" in calls, timeout=15, what="reconnected_cb")
             assert "disconnected" in calls
             for event, thread in calls.items():
-                assert thread is not client.loop_thread.thread, f"{event} ran on the loop thread"
+                assert thread is not client._conn.loop_thread.thread, f"{event} ran on the loop thread"
                 assert thread is not threading.main_thread()
                 assert thread.name.startswith("jetstream-sync-events")
             wait_for(lambda: client.is_connected, what="is_connected after reconnect")
@@ -237,7 +237,7 @@ def call_on_loop_thread(client: jss.Client, fn):
         finally:
             done.set()
 
-    client.loop_thread.call_soon(on_loop)
+    client._conn.loop_thread.call_soon(on_loop)
     assert done.wait(10), "the loop thread is wedged"
     return box["error"]
 
@@ -498,7 +498,7 @@ class TestClose:
         stream = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
         consumer = stream.create_consumer(durable_name="c")
         js.delete_stream(name)  # the server side is gone; the handles stay
-        loop_thread = client.loop_thread.thread
+        loop_thread = client._conn.loop_thread.thread
         client.close()
         assert not loop_thread.is_alive()
         assert not [t for t in threading.enumerate() if t.name.startswith("jetstream-sync")]
@@ -601,7 +601,7 @@ class TestClose:
         with jss.connect(nats_server.url) as client:
             client.flush()
             assert client.is_connected
-            loop_thread = client.loop_thread.thread
+            loop_thread = client._conn.loop_thread.thread
         assert client.is_closed
         assert not loop_thread.is_alive()
         with pytest.raises(jss.ClientClosedError):
@@ -613,7 +613,7 @@ class TestClose:
             with jss.connect(nats_server.url) as client:
                 1 / 0
         assert client.is_closed
-        assert not client.loop_thread.thread.is_alive()
+        assert not client._conn.loop_thread.thread.is_alive()
 
     @pytest.mark.timeout(20)
     def test_drain_delivers_queued_publishes_then_closes(self, nats_server, peer):
@@ -624,7 +624,7 @@ class TestClose:
             client.publish(subject, str(i).encode())
         client.drain()
         assert client.is_closed
-        assert not client.loop_thread.thread.is_alive()
+        assert not client._conn.loop_thread.thread.is_alive()
         wait_for(lambda: len(got) == 500, what="all 500 drained messages at the peer")
         assert [m.data for m in got] == [str(i).encode() for i in range(500)]
         with pytest.raises(jss.ClientClosedError):
@@ -646,13 +646,13 @@ class TestClose:
         # before the PONG that ends flush(), so by then all have arrived.
         subject = unique("flush")
         got: list[bytes] = []
-        sub = client.call(client.subscribe_raw(subject, lambda s, r, d, h: got.append(d)), 5.0)
+        sub = client._conn.call(client._conn.subscribe_raw(subject, lambda s, r, d, h: got.append(d)), 5.0)
         for i in range(1000):
             client.publish(subject, str(i).encode())
         client.flush()
         assert len(got) == 1000
         assert got[-1] == b"999"
-        client.call(client.unsubscribe_raw(sub), 5.0)
+        client._conn.call(client._conn.unsubscribe_raw(sub), 5.0)
 
 
 # --- core NATS publish / request ---------------------------------------------------

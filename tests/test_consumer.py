@@ -275,7 +275,7 @@ def test_next_from_several_threads_on_one_handle_delivers_each_message_once(js, 
 @pytest.mark.timeout(30)
 def test_repeated_next_calls_reuse_one_subscription(js, consumer, client):
     publish(js, 20)
-    subs_before = len(client.nc._subs)
+    subs_before = len(client._conn._nc._subs)
     for _ in range(20):
         consumer.next(timeout=5).ack()
-    assert len(client.nc._subs) <= subs_before + 1
+    assert len(client._conn._nc._subs) <= subs_before + 1

@@ -22,7 +22,7 @@ PASSWORD = "Pw-s3cret-91x"
 
 # Makes the library log at every level: a consume handler that raises (ERROR, jetstream_sync.consume),
 # a progress block whose stream is deleted under it (WARNING, jetstream_sync.spark._progress), a server
-# restart (INFO "reconnected to <url>", jetstream_sync.client) and a cached Spark connection (DEBUG,
+# restart (INFO "reconnected to <url>", jetstream_sync._connection) and a cached Spark connection (DEBUG,
 # jetstream_sync.spark._connections). The password is in the URL of both connections.
 SCENARIO = r'''
 import logging, sys, threading, time
@@ -105,14 +105,14 @@ def test_with_basic_config_the_records_appear_under_their_module_loggers_without
     ours = {(level, name) for level, name, _ in records if name.startswith("jetstream_sync")}
     assert ("ERROR", "jetstream_sync.consume") in ours, proc.stderr
     assert ("WARNING", "jetstream_sync.spark._progress") in ours, proc.stderr
-    assert ("INFO", "jetstream_sync.client") in ours, proc.stderr
+    assert ("INFO", "jetstream_sync._connection") in ours, proc.stderr
     assert ("DEBUG", "jetstream_sync.spark._connections") in ours, proc.stderr
     # Every record of the library comes from a logger named after a module of the package.
     modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
                for p in PACKAGE.rglob("*.py")}
     assert {name for _, name in ours} <= modules
     # The URL was logged, with its password masked.
-    reconnect = [msg for level, name, msg in records if name == "jetstream_sync.client" and "reconnected" in msg]
+    reconnect = [msg for level, name, msg in records if name == "jetstream_sync._connection" and "reconnected" in msg]
     assert reconnect and "alice:***@127.0.0.1" in reconnect[0], proc.stderr
     assert PASSWORD not in proc.stderr and PASSWORD not in proc.stdout
 
@@ -124,7 +124,7 @@ def test_every_module_of_the_package_logs_through_a_logger_named_after_itself():
         for attr, value in vars(module).items():
             if isinstance(value, logging.Logger):
                 found[f"{info.name}.{attr}"] = value.name
-    assert "jetstream_sync.client.log" in found and "jetstream_sync.spark._progress.log" in found
+    assert "jetstream_sync._connection.log" in found and "jetstream_sync.spark._progress.log" in found
     assert {where: name for where, name in found.items() if name != where.rsplit(".", 1)[0]} == {}
 
 

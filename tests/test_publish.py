@@ -275,7 +275,7 @@ def test_a_hundred_thousand_async_publishes_all_resolve_with_the_window_bounded(
         for _ in range(total):
             futures.append(js.publish_async(subject, b"tiny"))
             in_flight = js.publish_async_pending()
-            queued = client._outbox.pending()
+            queued = client._conn._outbox.pending()
             if in_flight > max_in_flight:
                 max_in_flight = in_flight
             if queued > max_outbox:
@@ -441,8 +441,8 @@ def test_closing_while_the_server_is_down_fails_outstanding_futures_with_client_
         for fut in futures:
             assert isinstance(fut.exception(timeout=0), jss.ClientClosedError)
     finally:
-        if not client.loop_thread.closed:  # contain a failed close: don't leak its loop thread
-            client.loop_thread.stop()
+        if not client._conn.loop_thread.closed:  # contain a failed close: don't leak its loop thread
+            client._conn.loop_thread.stop()
 
 
 # -- retries ---------------------------------------------------------------------------------------
