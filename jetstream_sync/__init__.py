@@ -16,6 +16,7 @@
             msg.ack()
 """
 
+import importlib
 import logging
 
 from ._headers import Headers
@@ -80,8 +81,6 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 def __getattr__(name: str):  # ``jss.spark`` without importing it up front (pyspark is optional)
     if name == "spark":
-        import importlib
-
         return importlib.import_module(".spark", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -27,12 +27,14 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import nats
 import nats.errors
 from nats.aio.client import Client as _NatsClient
+from nats.aio.client import RawCredentials
 
 from . import errors
 from ._loop import EventLoopThread, Outbox
 from ._protocol import check_timeout
 
-__all__ = ["Connection", "Listener", "RawHandler", "Reply", "default_servers", "redact_url", "translate"]
+__all__ = ["Connection", "Listener", "RawHandler", "Reply", "default_servers", "raw_credentials", "redact_url",
+           "translate"]
 
 log = logging.getLogger(__name__)
 
@@ -710,6 +712,11 @@ class Connection:
                     on_events = threading.current_thread().name.startswith("jetstream-sync-events")
                     self._events.shutdown(wait=not on_events)
             self._finalizer.detach()
+
+def raw_credentials(text: str) -> Any:
+    """A creds file's content (JWT and seed) as nats-py's ``user_credentials`` takes it, no file needed."""
+    return RawCredentials(text)
+
 
 def _ignore(_subject: bytes, _reply: bytes, _data: bytes, _raw_headers: bytes) -> None:
     pass

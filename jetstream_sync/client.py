@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from . import errors
-from ._connection import Connection, default_servers, redact_url
+from ._connection import Connection, default_servers, raw_credentials, redact_url
 from ._headers import Headers, encode_headers
 from ._protocol import check_subject, encode_payload, prepare_pub, pub_command, single_valued
 from .jetstream import JetStream
 from .message import Msg
 
-__all__ = ["Client", "connect", "default_servers", "redact_url"]
+__all__ = ["Client", "connect", "default_servers", "raw_credentials", "redact_url"]
 
 
 class Client:

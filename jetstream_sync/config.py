@@ -53,6 +53,7 @@ __all__ = [
     "StreamState",
     "SubjectTransform",
     "Timestamp",
+    "config_from",
     "format_time",
     "nanos_to_seconds",
     "parse_time",
@@ -1226,3 +1227,18 @@ class StoredMsg(_Wire):
         if isinstance(data, Mapping) and isinstance(data.get("message"), Mapping):
             data = data["message"]
         return _from_wire(cls, data, strict)
+
+
+def config_from(cls: type, config: Any, fields: Mapping[str, Any]) -> Any:
+    """Build a config object from a config instance, a dict and/or keyword fields (validated)."""
+    allowed = attrs.fields_dict(cls)
+    for key in fields:
+        if key not in allowed:
+            raise TypeError(f"{cls.__name__} has no field {key!r}; allowed: {', '.join(sorted(allowed))}")
+    if config is None:
+        return cls(**fields)
+    if isinstance(config, Mapping):
+        return config_from(cls, None, {**config, **fields})
+    if not isinstance(config, cls):
+        raise TypeError(f"config must be a {cls.__name__} or a dict, got {type(config).__name__}")
+    return attrs.evolve(config, **fields) if fields else config

@@ -22,12 +22,16 @@ from ._publish import Publisher
 from ._retry import RetryPolicy
 from ._protocol import check_int, check_subject, prepare_pub, pub_command, pub_command_parts
 from .api import ApiPrefix, decode
+from .consumer import Consumer
+from .ordered import OrderedConsumer
+from .stream import Stream
 from .config import (
     AccountInfo,
     AckPolicy,
     ConsumerConfig,
     ConsumerInfo,
     PubAck,
+    config_from,
     StreamConfig,
     StreamInfo,
     validate_consumer_name,
@@ -38,9 +42,6 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from .client import Client
-    from .consumer import Consumer
-    from .ordered import OrderedConsumer
-    from .stream import Stream
 
 __all__ = ["JetStream"]
 
@@ -49,21 +50,6 @@ _EXPECTED_STREAM = "Nats-Expected-Stream"
 _EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
 _EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
 _EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
-
-
-def config_from(cls: type, config: Any, fields: Mapping[str, Any]) -> Any:
-    """Build a config object from a config instance, a dict and/or keyword fields (validated)."""
-    allowed = attrs.fields_dict(cls)
-    for key in fields:
-        if key not in allowed:
-            raise TypeError(f"{cls.__name__} has no field {key!r}; allowed: {', '.join(sorted(allowed))}")
-    if config is None:
-        return cls(**fields)
-    if isinstance(config, Mapping):
-        return config_from(cls, None, {**config, **fields})
-    if not isinstance(config, cls):
-        raise TypeError(f"config must be a {cls.__name__} or a dict, got {type(config).__name__}")
-    return attrs.evolve(config, **fields) if fields else config
 
 
 def _check_str(value: Any, name: str) -> str:
@@ -297,8 +283,6 @@ class JetStream:
                 return
 
     def _stream_handle(self, info: StreamInfo) -> "Stream":
-        from .stream import Stream
-
         return Stream(self, info)
 
     # -- consumers -----------------------------------------------------------
@@ -376,8 +360,6 @@ class JetStream:
         return self._paged(self.api.consumer_names(stream), "consumers", None, timeout, str)
 
     def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
-        from .consumer import Consumer
-
         return Consumer(self, info)
 
     def ordered_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None,
@@ -389,8 +371,6 @@ class JetStream:
         ``headers_only``, ``replay_policy``, ``inactive_threshold``); anything
         that contradicts an ordered consumer (a name, acks, replicas) is a ValueError.
         """
-        from .ordered import OrderedConsumer
-
         return OrderedConsumer(self, stream, config, fields)
 
     # -- publishing ------------------------------------------------------------

@@ -24,7 +24,7 @@ import attrs
 
 from . import errors
 from .api import decode
-from .config import AckPolicy, ConsumerConfig, DeliverPolicy, validate_stream_name
+from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, validate_stream_name
 from .consume import ConsumeHandle, MessageStream
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .message import Msg
@@ -78,8 +78,6 @@ class OrderedConsumer:
 
     def __init__(self, js: "JetStream", stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
                  fields: Mapping[str, Any]) -> None:
-        from .jetstream import config_from
-
         validate_stream_name(stream, "stream")
         cfg = config_from(ConsumerConfig, config, fields)
         given = {f.name for f in attrs.fields(ConsumerConfig) if getattr(cfg, f.name) not in (None, {}, [])}

@@ -10,6 +10,8 @@ import sys
 from datetime import datetime, timezone
 from typing import IO, Any, Iterable, Sequence
 
+from tqdm import tqdm
+
 from ..config import format_time
 
 __all__ = [
@@ -172,8 +174,6 @@ def progress_bar(total: int, wanted: bool | None, desc: str, unit: str = "msg") 
 
     Returns a tqdm instance (disabled bars cost next to nothing per ``update``).
     """
-    from tqdm import tqdm
-
     show = sys.stderr.isatty() if wanted is None else wanted
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not show,
                 dynamic_ncols=True, mininterval=0.1, leave=True)

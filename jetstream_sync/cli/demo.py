@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import jetstream_sync as jss
+from jetstream_sync.server import NatsServer
 
 from ._args import UsageError, int_at_least, opt
 from ._output import Output, progress_bar
@@ -58,8 +59,6 @@ def demo(server_url: str | None, count: int, *, progress: bool | None = None,
         raise ValueError(f"count must be at least {MIN_COUNT}, got {count}")
     embedded = None
     if server_url is None:
-        from jetstream_sync.server import NatsServer
-
         embedded = NatsServer().start()
         server_url = embedded.url
         print(f"started an embedded nats-server at {server_url}")

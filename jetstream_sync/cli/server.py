@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..server import NatsServer, NatsServerNotFoundError
 from ._args import UsageError, file_path, int_at_least, opt
 from ._errors import CommandError
 from ._output import Output
@@ -50,8 +51,6 @@ def cmd_server(args: argparse.Namespace, session: Session, out: Output) -> int:
 
     Raises CommandError (exit 1) when nats-server cannot start or exits on its own.
     """
-    from ..server import NatsServer, NatsServerNotFoundError
-
     if opt(args, "server") is not None:
         raise UsageError("server: -s/--server is for connecting; use --port/--host for the embedded server")
     stop = threading.Event()

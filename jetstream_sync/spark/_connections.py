@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 import jetstream_sync as jss
-from jetstream_sync.client import redact_url
+from jetstream_sync.client import raw_credentials, redact_url
 
 __all__ = ["ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for", "worker_identity"]
 
@@ -183,9 +183,7 @@ class ConnectionOptions:
         if self.token is not None:
             kwargs["token"] = self.token
         if self.creds is not None:
-            from nats.aio.client import RawCredentials
-
-            kwargs["user_credentials"] = RawCredentials(self.creds)
+            kwargs["user_credentials"] = raw_credentials(self.creds)
         if self.nkeys_seed_str is not None:
             kwargs["nkeys_seed_str"] = self.nkeys_seed_str
         if self.tls_ca is not None or self.tls_cert is not None:
