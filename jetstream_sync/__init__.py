@@ -20,6 +20,7 @@ import importlib
 import logging
 
 from ._headers import Headers
+from ._protocol import DEFAULT
 from ._retry import RetryPolicy
 from .client import Client, connect
 from .config import (
@@ -99,6 +100,7 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerInfo",
     "ConsumerNotFoundError",
+    "DEFAULT",
     "DeliverPolicy",
     "DiscardPolicy",
     "Headers",

@@ -31,7 +31,7 @@ from nats.aio.client import RawCredentials
 
 from . import errors
 from ._loop import EventLoopThread, Outbox
-from ._protocol import check_timeout
+from ._protocol import DEFAULT, Timeout, check_timeout
 
 __all__ = ["Connection", "Listener", "RawHandler", "Reply", "default_servers", "raw_credentials", "redact_url",
            "translate"]
@@ -472,8 +472,8 @@ class Connection:
         return self._timeout
 
     def timeout_or_default(self, timeout: Any, name: str = "timeout") -> float | None:
-        """Resolve a ``timeout=`` argument: ``...``/missing means the client default."""
-        if timeout is ...:
+        """Resolve a ``timeout=`` argument: :data:`DEFAULT` (not given) means the client default."""
+        if timeout is DEFAULT:
             return self._timeout
         return check_timeout(timeout, name)
 
@@ -596,7 +596,7 @@ class Connection:
         """The server's maximum message size in bytes (from its INFO). No I/O."""
         return self._nc.max_payload
 
-    def flush(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def flush(self, timeout: Timeout = DEFAULT) -> None:
         """Block until the server has processed everything written so far (a PING/PONG).
 
         Raises TimeoutError, ClientClosedError.
@@ -648,7 +648,7 @@ class Connection:
         """The server URLs as given (may hold credentials: show them through ``redact_url``)."""
         return self._servers
 
-    def drain(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def drain(self, timeout: Timeout = DEFAULT) -> None:
         """Drain subscriptions and pending publishes, then close. Blocks until closed.
 
         Every ack and publish written before the call has been read by the server (a
@@ -656,7 +656,7 @@ class Connection:
         """
         self._shutdown(drain=True, timeout=self.timeout_or_default(timeout))
 
-    def close(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def close(self, timeout: Timeout = DEFAULT) -> None:
         """Close the connection, stop the loop thread and join it. Blocks at most ``timeout``.
 
         Writes already queued (acks, publishes) are flushed first and, while connected, read

@@ -12,12 +12,13 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Union
 
 from . import errors
 from ._headers import Headers, decode_headers, encode_headers
 
 __all__ = [
+    "DEFAULT", "Timeout",
     "ACK", "ACK_CONSUMER_SEQ", "ACK_DELIVERED", "ACK_PENDING", "ACK_STREAM_SEQ", "ACK_TIMESTAMP_NS", "NAK", "TERM",
     "WPI", "AckFields", "Status", "ack_command", "check_count", "check_int", "check_seconds", "check_subject",
     "check_timeout", "classify_status",
@@ -25,6 +26,24 @@ __all__ = [
 ]
 
 # -- arguments -----------------------------------------------------------------------------------
+
+
+class _Default(enum.Enum):
+    """The type of :data:`DEFAULT` (one member, so type checkers can tell it from a float or None)."""
+
+    DEFAULT = "DEFAULT"
+
+    def __repr__(self) -> str:
+        return "jetstream_sync.DEFAULT"
+
+
+DEFAULT = _Default.DEFAULT
+"""The default of every ``timeout=``: the timeout of the context or client the call belongs to.
+
+Pass a number of seconds to override it for one call, or ``None`` to wait without a limit."""
+
+#: What a ``timeout=`` argument accepts.
+Timeout = Union[float, None, _Default]
 
 
 def check_timeout(timeout: Any, name: str = "timeout", allow_none: bool = True) -> float | None:

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from . import errors
 from ._connection import Connection, default_servers, raw_credentials, redact_url
 from ._headers import Headers, encode_headers
-from ._protocol import check_subject, encode_payload, prepare_pub, pub_command, single_valued
+from ._protocol import DEFAULT, Timeout, check_subject, encode_payload, prepare_pub, pub_command, single_valued
 from .jetstream import JetStream
 from .message import Msg
 
@@ -86,7 +86,7 @@ class Client:
         conn.write(build_pub(subject, data, reply, headers, conn.max_payload))
 
     def request(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
-                timeout: float | None = ...) -> Msg:  # type: ignore[assignment]
+                timeout: Timeout = DEFAULT) -> Msg:
         """Send a request and block until the first reply; return it as a :class:`Msg`.
 
         Blocks on the reply for at most ``timeout`` seconds.
@@ -110,14 +110,14 @@ class Client:
             raise errors.TimeoutError.after(f"request to {subject!r}", t, "no reply") from exc
         return Msg(conn, reply.subject, reply.reply, reply.data, b"", Headers(reply.headers) if reply.headers else None)
 
-    def flush(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def flush(self, timeout: Timeout = DEFAULT) -> None:
         """Block until the server has processed everything written so far (a PING/PONG).
 
         Raises TimeoutError, ClientClosedError.
         """
         self._conn.flush(timeout)
 
-    def drain(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def drain(self, timeout: Timeout = DEFAULT) -> None:
         """Drain subscriptions and pending publishes, then close. Blocks until closed.
 
         Every ack and publish written before the call has been read by the server (a
@@ -125,7 +125,7 @@ class Client:
         """
         self._conn.drain(timeout)
 
-    def close(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def close(self, timeout: Timeout = DEFAULT) -> None:
         """Close the connection, stop the loop thread and join it. Blocks at most ``timeout``.
 
         Writes already queued (acks, publishes) are flushed first and, while connected, read

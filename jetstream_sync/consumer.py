@@ -11,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
+from ._protocol import DEFAULT, Timeout
 from .config import ConsumerInfo
 from .message import Msg
 from .consume import ConsumeHandle, MessageStream
@@ -55,13 +56,13 @@ class Consumer:
         """The info from the last server round trip. No I/O."""
         return self._info
 
-    def info(self, *, timeout: float | None = ...) -> ConsumerInfo:  # type: ignore[assignment]
+    def info(self, *, timeout: Timeout = DEFAULT) -> ConsumerInfo:
         """Fetch fresh info from the server (retried) and cache it. Raises ``ConsumerNotFoundError``."""
         info = self._js.consumer_info(self.stream_name, self.name, timeout=timeout)
         self._info = info
         return info
 
-    def delete(self, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def delete(self, *, timeout: Timeout = DEFAULT) -> None:
         """Delete this consumer on the server. Raises ``ConsumerNotFoundError``."""
         self._js.delete_consumer(self.stream_name, self.name, timeout=timeout)
 

@@ -1,7 +1,7 @@
 # The JetStream context (ADR-37 "JetStreamContext"): stream and consumer
 # management, account info and publishing.
 #
-# Rule 1: every API request goes through ``JetStream.request``: one place for
+# Rule 1: every API request goes through ``JetStream._request``: one place for
 #         the prefix, JSON, timeouts, error envelopes and the retry policy
 #         (idempotent requests only).
 # Rule 2: no pull state and no worker threads here; handles (Stream,
@@ -20,7 +20,7 @@ from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, wait_future
 from ._publish import Publisher
 from ._retry import RetryPolicy
-from ._protocol import check_int, check_subject, prepare_pub, pub_command, pub_command_parts
+from ._protocol import DEFAULT, Timeout, check_int, check_subject, prepare_pub, pub_command, pub_command_parts
 from .api import ApiPrefix, decode
 from .consumer import Consumer
 from .ordered import OrderedConsumer
@@ -72,7 +72,7 @@ class JetStream:
                  timeout: float | None = None, retry: RetryPolicy | None = None, max_pending: int = 4000) -> None:
         self._client = client
         self._conn = conn = client._conn
-        self.api = ApiPrefix(domain, api_prefix)
+        self._api = ApiPrefix(domain, api_prefix)
         self._timeout = conn.default_timeout if timeout is None else conn.timeout_or_default(timeout)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
@@ -85,20 +85,20 @@ class JetStream:
 
     @property
     def domain(self) -> str | None:
-        return self.api.domain
+        return self._api.domain
 
     @property
     def timeout(self) -> float:
         """The default timeout of this context's calls, in seconds."""
         return self._timeout
 
-    def resolve_timeout(self, timeout: Any) -> float | None:
-        """``...`` (not given) means this context's default; None means no limit."""
-        return self._timeout if timeout is ... else self._conn.timeout_or_default(timeout)
+    def _resolve_timeout(self, timeout: Any) -> float | None:
+        """:data:`DEFAULT` (not given) means this context's default; None means no limit."""
+        return self._timeout if timeout is DEFAULT else self._conn.timeout_or_default(timeout)
 
     # -- the one request path ----------------------------------------------------
 
-    def request(self, subject: str, payload: Mapping[str, Any] | None, timeout: Any = ..., *,
+    def _request(self, subject: str, payload: Mapping[str, Any] | None, timeout: Timeout = DEFAULT, *,
                 idempotent: bool) -> dict[str, Any]:
         """Send one JetStream API request and return the decoded response.
 
@@ -106,7 +106,7 @@ class JetStream:
         ``APIError``, ``JetStreamNotEnabledError`` (no responders on the API),
         ``TimeoutError``, ``ClientClosedError``.
         """
-        t = self.resolve_timeout(timeout)
+        t = self._resolve_timeout(timeout)
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         client = self._conn
         attempt = 0
@@ -129,10 +129,10 @@ class JetStream:
     def _timed_out(self, subject: str, timeout: float | None, attempt: int, retried: bool) -> errors.TimeoutError:
         """The TimeoutError of one attempt at ``subject``: what, on what, how long (and which attempt)."""
         attempts = self.retry.attempts if retried else 1
-        return errors.TimeoutError.after(self.api.describe(subject), timeout,
+        return errors.TimeoutError.after(self._api.describe(subject), timeout,
                                          f"attempt {attempt} of {attempts}" if attempts > 1 else "")
 
-    def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Any = ...) -> tuple[bytes, Headers | None]:
+    def _request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Timeout = DEFAULT) -> tuple[bytes, Headers | None]:
         """An idempotent request whose reply is a message, not JSON (direct get); retried.
 
         Returns the reply's payload and its headers decoded from the raw header
@@ -142,7 +142,7 @@ class JetStream:
         per attempt. Raises ``JetStreamNotEnabledError`` (no responders),
         ``TimeoutError``, ``ClientClosedError``.
         """
-        t = self.resolve_timeout(timeout)
+        t = self._resolve_timeout(timeout)
         body = json.dumps(payload, separators=(",", ":")).encode()
         client = self._conn
 
@@ -198,36 +198,36 @@ class JetStream:
 
     # -- account ---------------------------------------------------------------
 
-    def account_info(self, *, timeout: float | None = ...) -> AccountInfo:  # type: ignore[assignment]
+    def account_info(self, *, timeout: Timeout = DEFAULT) -> AccountInfo:
         """Return this account's JetStream usage and limits (one request, retried)."""
-        return AccountInfo.from_response(self.request(self.api.account_info(), None, timeout, idempotent=True))
+        return AccountInfo.from_response(self._request(self._api.account_info(), None, timeout, idempotent=True))
 
     # -- streams ---------------------------------------------------------------
 
     def create_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
-                      timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+                      timeout: Timeout = DEFAULT, **fields: Any) -> "Stream":
         """Create a stream from a ``StreamConfig`` and/or keyword fields; return its handle.
 
         Raises ``StreamNameInUseError`` if a stream of that name exists with a
         different configuration; ValueError/TypeError for a bad config (nothing sent).
         """
         cfg = config_from(StreamConfig, config, fields)
-        resp = self.request(self.api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        resp = self._request(self._api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
         return self._stream_handle(StreamInfo.from_response(resp))
 
     def update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
-                      timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+                      timeout: Timeout = DEFAULT, **fields: Any) -> "Stream":
         """Update an existing stream's configuration; return its handle.
 
         Raises ``StreamNotFoundError`` when it does not exist, ``APIError`` for a
         change the server refuses.
         """
         cfg = config_from(StreamConfig, config, fields)
-        resp = self.request(self.api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        resp = self._request(self._api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
         return self._stream_handle(StreamInfo.from_response(resp))
 
     def create_or_update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
-                                timeout: float | None = ..., **fields: Any) -> "Stream":  # type: ignore[assignment]
+                                timeout: Timeout = DEFAULT, **fields: Any) -> "Stream":
         """Update the stream if it exists, else create it; return its handle."""
         cfg = config_from(StreamConfig, config, fields)
         try:
@@ -235,37 +235,37 @@ class JetStream:
         except errors.StreamNotFoundError:
             return self.create_stream(cfg, timeout=timeout)
 
-    def stream(self, name: str, *, timeout: float | None = ...) -> "Stream":  # type: ignore[assignment]
+    def stream(self, name: str, *, timeout: Timeout = DEFAULT) -> "Stream":
         """Look a stream up (one STREAM.INFO request) and return its handle.
 
         Raises ``StreamNotFoundError``.
         """
         return self._stream_handle(self.stream_info(name, timeout=timeout))
 
-    def stream_info(self, name: str, *, timeout: float | None = ...) -> StreamInfo:  # type: ignore[assignment]
+    def stream_info(self, name: str, *, timeout: Timeout = DEFAULT) -> StreamInfo:
         """Return a stream's info (one request, retried). Raises ``StreamNotFoundError``."""
         validate_stream_name(name, "name")
-        return StreamInfo.from_response(self.request(self.api.stream_info(name), None, timeout, idempotent=True))
+        return StreamInfo.from_response(self._request(self._api.stream_info(name), None, timeout, idempotent=True))
 
-    def delete_stream(self, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def delete_stream(self, name: str, *, timeout: Timeout = DEFAULT) -> None:
         """Delete a stream and all its messages and consumers. Raises ``StreamNotFoundError``."""
         validate_stream_name(name, "name")
-        self.request(self.api.stream_delete(name), None, timeout, idempotent=False)
+        self._request(self._api.stream_delete(name), None, timeout, idempotent=False)
 
-    def streams(self, subject: str | None = None, *, timeout: float | None = ...) -> Iterator[StreamInfo]:  # type: ignore[assignment]
+    def streams(self, subject: str | None = None, *, timeout: Timeout = DEFAULT) -> Iterator[StreamInfo]:
         """Iterate over every stream's info (optionally those capturing ``subject``), page by page.
 
         Each page is one blocking request, made as iteration reaches it.
         """
         if subject is not None:
             check_subject(subject)
-        return self._paged(self.api.stream_list(), "streams", subject, timeout, StreamInfo.from_response)
+        return self._paged(self._api.stream_list(), "streams", subject, timeout, StreamInfo.from_response)
 
-    def stream_names(self, subject: str | None = None, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+    def stream_names(self, subject: str | None = None, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """Iterate over every stream name (optionally those capturing ``subject``), page by page."""
         if subject is not None:
             check_subject(subject)
-        return self._paged(self.api.stream_names(), "streams", subject, timeout, str)
+        return self._paged(self._api.stream_names(), "streams", subject, timeout, str)
 
     def _paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
         offset = 0
@@ -273,7 +273,7 @@ class JetStream:
             payload: dict[str, Any] = {"offset": offset}
             if filter_subject is not None:
                 payload["subject"] = filter_subject
-            resp = self.request(subject, payload, timeout, idempotent=True)
+            resp = self._request(subject, payload, timeout, idempotent=True)
             items = resp.get(key) or []
             for item in items:
                 yield convert(item)
@@ -302,12 +302,12 @@ class JetStream:
         payload: dict[str, Any] = {"stream_name": stream, "config": cfg.to_request()}
         if action:
             payload["action"] = action
-        resp = self.request(self.api.consumer_create(stream, name, filter_subject), payload, timeout,
+        resp = self._request(self._api.consumer_create(stream, name, filter_subject), payload, timeout,
                             idempotent=False)
         return self._consumer_handle(ConsumerInfo.from_response(resp))
 
     def create_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                        timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """Create a consumer on ``stream``; return its handle.
 
         Durable with ``durable_name``; without it the server removes the
@@ -320,44 +320,44 @@ class JetStream:
         return self._upsert_consumer(stream, config, fields, "create", timeout)
 
     def update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                        timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """Update an existing consumer; return its handle. Raises ``ConsumerNotFoundError``."""
         return self._upsert_consumer(stream, config, fields, "update", timeout)
 
     def create_or_update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                                  timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                                  timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """Create the consumer, or update it if it exists; return its handle."""
         return self._upsert_consumer(stream, config, fields, None, timeout)
 
-    def consumer(self, stream: str, name: str, *, timeout: float | None = ...) -> "Consumer":  # type: ignore[assignment]
+    def consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> "Consumer":
         """Look a consumer up (one CONSUMER.INFO request) and return its handle.
 
         Raises ``ConsumerNotFoundError``, ``StreamNotFoundError``.
         """
         return self._consumer_handle(self.consumer_info(stream, name, timeout=timeout))
 
-    def consumer_info(self, stream: str, name: str, *, timeout: float | None = ...) -> ConsumerInfo:  # type: ignore[assignment]
+    def consumer_info(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerInfo:
         """Return a consumer's info (one request, retried)."""
         validate_stream_name(stream, "stream")
         validate_consumer_name(name, "name")
         return ConsumerInfo.from_response(
-            self.request(self.api.consumer_info(stream, name), None, timeout, idempotent=True))
+            self._request(self._api.consumer_info(stream, name), None, timeout, idempotent=True))
 
-    def delete_consumer(self, stream: str, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def delete_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> None:
         """Delete a consumer. Raises ``ConsumerNotFoundError``."""
         validate_stream_name(stream, "stream")
         validate_consumer_name(name, "name")
-        self.request(self.api.consumer_delete(stream, name), None, timeout, idempotent=False)
+        self._request(self._api.consumer_delete(stream, name), None, timeout, idempotent=False)
 
-    def consumers(self, stream: str, *, timeout: float | None = ...) -> Iterator[ConsumerInfo]:  # type: ignore[assignment]
+    def consumers(self, stream: str, *, timeout: Timeout = DEFAULT) -> Iterator[ConsumerInfo]:
         """Iterate over every consumer's info on ``stream``, page by page."""
         validate_stream_name(stream, "stream")
-        return self._paged(self.api.consumer_list(stream), "consumers", None, timeout, ConsumerInfo.from_response)
+        return self._paged(self._api.consumer_list(stream), "consumers", None, timeout, ConsumerInfo.from_response)
 
-    def consumer_names(self, stream: str, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+    def consumer_names(self, stream: str, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """Iterate over every consumer name on ``stream``, page by page."""
         validate_stream_name(stream, "stream")
-        return self._paged(self.api.consumer_names(stream), "consumers", None, timeout, str)
+        return self._paged(self._api.consumer_names(stream), "consumers", None, timeout, str)
 
     def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
         return Consumer(self, info)
@@ -415,7 +415,7 @@ class JetStream:
                 msg_id: str | None = None, expected_stream: str | None = None,
                 expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
                 expected_last_msg_id: str | None = None,
-                timeout: float | None = ...) -> PubAck:  # type: ignore[assignment]
+                timeout: Timeout = DEFAULT) -> PubAck:
         """Publish to a stream and block until the server stores it; return the ``PubAck``.
 
         Blocks on the PubAck for at most ``timeout``. With ``msg_id`` the
@@ -427,7 +427,7 @@ class JetStream:
         ``StreamWrong*Error`` when an ``expected_*`` check fails, ``TimeoutError``,
         ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
         """
-        t = self.resolve_timeout(timeout)
+        t = self._resolve_timeout(timeout)
         head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
                                        expected_last_subject_seq, expected_last_msg_id)
         limit = t if t is not None else 3600.0
@@ -444,7 +444,7 @@ class JetStream:
                       msg_id: str | None = None, expected_stream: str | None = None,
                       expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
                       expected_last_msg_id: str | None = None,
-                      timeout: float | None = ...) -> "concurrent.futures.Future[PubAck]":  # type: ignore[assignment]
+                      timeout: Timeout = DEFAULT) -> "concurrent.futures.Future[PubAck]":
         """Publish without waiting for the PubAck; return a ``concurrent.futures.Future[PubAck]``.
 
         At most ``max_pending`` publishes are in flight: when the window is
@@ -453,7 +453,7 @@ class JetStream:
         ``publish`` would raise; its callbacks run on the loop thread, so keep
         them short and never block in them. Not retried.
         """
-        t = self.resolve_timeout(timeout)
+        t = self._resolve_timeout(timeout)
         head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
                                        expected_last_subject_seq, expected_last_msg_id)
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
@@ -462,12 +462,12 @@ class JetStream:
         """How many ``publish_async`` futures are still unresolved. No I/O."""
         return self._publisher.in_flight()
 
-    def publish_async_complete(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def publish_async_complete(self, timeout: Timeout = DEFAULT) -> None:
         """Block until every outstanding ``publish_async`` future has resolved (ok or failed).
 
         Raises ``TimeoutError`` if some are still unresolved after ``timeout``.
         """
-        t = self.resolve_timeout(timeout)
+        t = self._resolve_timeout(timeout)
         self._conn.loop_thread.check_usable()
         deadline = None if t is None else time.monotonic() + t
         for fut in self._publisher.outstanding():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ._headers import Headers, decode_headers
-from ._protocol import ACK, NAK, TERM, WPI, AckFields, ack_command, parse_ack_subject
+from ._protocol import ACK, DEFAULT, NAK, TERM, WPI, AckFields, Timeout, ack_command, parse_ack_subject
 from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
@@ -191,7 +191,7 @@ class Msg:
             raise TypeError(f"reason must be a str, got {type(reason).__name__}")
         self._send_ack(TERM + b" " + reason.replace("\r", " ").replace("\n", " ").encode(), True)
 
-    def double_ack(self, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def double_ack(self, timeout: Timeout = DEFAULT) -> None:
         """Acknowledge and block until the server confirms it (at most ``timeout`` seconds).
 
         Raises ``MessageAlreadyAckedError``, ``TimeoutError`` (the ack may or

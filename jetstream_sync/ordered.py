@@ -114,7 +114,7 @@ class OrderedConsumer:
 
     # -- configuration of the next incarnation ----------------------------
 
-    def next_config(self, after: int | None = None) -> ConsumerConfig:
+    def _next_config(self, after: int | None = None) -> ConsumerConfig:
         """The config of the next server-side consumer: starts right after ``after`` (default: the cursor)."""
         after = self.cursor if after is None else after
         cfg = attrs.evolve(
@@ -126,9 +126,9 @@ class OrderedConsumer:
                                opt_start_time=None)
         return cfg
 
-    def create_request(self, after: int | None = None) -> tuple[str, bytes, str]:
-        cfg = self.next_config(after)
-        api = self._js.api
+    def _create_request(self, after: int | None = None) -> tuple[str, bytes, str]:
+        cfg = self._next_config(after)
+        api = self._js._api
         filt = cfg.filter_subject if not cfg.filter_subjects else None
         body = json.dumps({"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"},
                           separators=(",", ":")).encode()
@@ -158,7 +158,7 @@ class OrderedConsumer:
             if self._busy is not None:
                 self._releasing = True
 
-    def handed_over(self, msg: Msg) -> Msg:
+    def _handed_over(self, msg: Msg) -> Msg:
         """Advance the cursor past a message given to the user (user thread)."""
         seqs = _sequences(msg)
         if seqs is not None:
@@ -169,14 +169,14 @@ class OrderedConsumer:
         """The current server-side consumer, recreated after the cursor when needed (blocks)."""
         if self._current is None or self._needs_reset:
             old = self._current
-            self._current = self._js.create_consumer(self.stream_name, self.next_config())
+            self._current = self._js.create_consumer(self.stream_name, self._next_config())
             self._needs_reset = False
             self._dseq = 0
             if old is not None:
-                _delete_quietly(self._conn, self._js.api.consumer_delete(self.stream_name, old.name))
+                _delete_quietly(self._conn, self._js._api.consumer_delete(self.stream_name, old.name))
         return self._current
 
-    def mark_reset(self) -> None:
+    def _mark_reset(self) -> None:
         self._needs_reset = True
 
     # -- fetch / next ------------------------------------------------------
@@ -256,7 +256,7 @@ class OrderedConsumer:
         self._enter("consume")
 
         def handle(msg: Msg) -> Any:
-            return handler(self.handed_over(msg))
+            return handler(self._handed_over(msg))
 
         try:
             return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)  # type: ignore[arg-type]
@@ -279,7 +279,7 @@ class OrderedConsumer:
         if cur is None:
             return
         if not wait:
-            _delete_quietly(self._conn, self._js.api.consumer_delete(self.stream_name, cur.name))
+            _delete_quietly(self._conn, self._js._api.consumer_delete(self.stream_name, cur.name))
             return
         try:
             self._js.delete_consumer(self.stream_name, cur.name)
@@ -318,7 +318,7 @@ class _OrderedMessageStream(MessageStream):
     """``OrderedConsumer.messages()``: a MessageStream whose cursor follows what it hands over."""
 
     def next(self, timeout: float | None = None) -> Msg:
-        return self._engine._oc.handed_over(super().next(timeout))
+        return self._engine._oc._handed_over(super().next(timeout))
 
 
 class OrderedBatch:
@@ -349,7 +349,7 @@ class OrderedBatch:
                 raise
             except (errors.ConsumerDeletedError, errors.NoRespondersError):
                 # The consumer is gone (503: nobody serves its pulls; or deleted while we waited).
-                oc.mark_reset()
+                oc._mark_reset()
                 retry, self._retry = self._retry, None
                 if retry is None or self._yielded:
                     self._finish()  # the next call recreates it
@@ -365,7 +365,7 @@ class OrderedBatch:
                     raise StopIteration from None
                 self._batch = batch
             except errors.NoHeartbeatError:
-                oc.mark_reset()
+                oc._mark_reset()
                 self._finish()
                 raise StopIteration from None
             except BaseException as exc:
@@ -374,7 +374,7 @@ class OrderedBatch:
                 raise
         seqs = _sequences(msg)
         if seqs is None or seqs[1] != oc._dseq + 1:
-            oc.mark_reset()
+            oc._mark_reset()
             self._batch.stop()
             self._finish()
             raise StopIteration
@@ -395,7 +395,7 @@ class OrderedBatch:
             # More may still come unless the pull ended or already got its whole batch.
             open_ = not pull._ended and pull.received < pull._opts.batch
             if open_ or pull.received > self._yielded:
-                self._oc.mark_reset()
+                self._oc._mark_reset()
         self._batch.stop()
         self._finish()
 
@@ -419,9 +419,9 @@ class OrderedPull(ContinuousPull):
     async def start(self) -> None:
         oc = self._oc
         if oc._current is not None:  # a fetch left its incarnation behind: this pull makes its own
-            _delete_quietly(self._conn, oc.js.api.consumer_delete(oc.stream_name, oc._current.name))
+            _delete_quietly(self._conn, oc.js._api.consumer_delete(oc.stream_name, oc._current.name))
             oc._current = None
-        oc.mark_reset()
+        oc._mark_reset()
         self._conn.add_listener(self)
         self._last_seen = time.monotonic()
         await self._reset("start")
@@ -439,13 +439,13 @@ class OrderedPull(ContinuousPull):
                 client.mute(old_sub)
                 await client.unsubscribe_raw(old_sub)
                 self._sub = None
-                _delete_quietly(client, self._oc.js.api.consumer_delete(self._oc.stream_name, old_name))
+                _delete_quietly(client, self._oc.js._api.consumer_delete(self._oc.stream_name, old_name))
             with self._lock:
                 self._pending_msgs = 0
                 self._pending_bytes = 0
             self._dseq = 0
             while not self._stopped:
-                subject, body, name = self._oc.create_request(self._recv)
+                subject, body, name = self._oc._create_request(self._recv)
                 try:
                     reply = await client.request(subject, body, self._oc.js.timeout)
                     decode(reply.data)
@@ -468,7 +468,7 @@ class OrderedPull(ContinuousPull):
             if self._stopped:
                 return
             self._inbox = client.new_inbox()
-            self._subject = self._oc.js.api.msg_next(self._oc.stream_name, self._name)
+            self._subject = self._oc.js._api.msg_next(self._oc.stream_name, self._name)
             self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
             self._last_seen = time.monotonic()
         finally:
@@ -524,7 +524,7 @@ class OrderedPull(ContinuousPull):
         if not self._stopped:
             name = self._consumer_name()
             if name:
-                _delete_quietly(self._conn, self._oc.js.api.consumer_delete(self._oc.stream_name, name))
+                _delete_quietly(self._conn, self._oc.js._api.consumer_delete(self._oc.stream_name, name))
             self._oc._leave()
         super().halt(err)
 

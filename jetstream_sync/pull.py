@@ -133,7 +133,7 @@ class _FetchPull:
             await client.unsubscribe_raw(self._sub)
             return
         client.add_listener(self)
-        subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
+        subject = self._consumer.js._api.msg_next(self._consumer.stream_name, self._consumer.name)
         self._watched = {subject.lower(): subject, inbox.lower(): inbox}
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
         try:
@@ -422,7 +422,7 @@ class ContinuousPull:
     async def start(self) -> None:
         client = self._conn
         self._inbox = client.new_inbox()
-        self._subject = self._consumer.js.api.msg_next(self._consumer.stream_name, self._consumer.name)
+        self._subject = self._consumer.js._api.msg_next(self._consumer.stream_name, self._consumer.name)
         self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
         client.add_listener(self)
         self._paused = not client.is_connected
@@ -673,7 +673,7 @@ class NextInbox:
         self._token = b""
         self._tokens = itertools.count(1)
         self.prefix = consumer._conn.new_inbox().encode() + b"."
-        self.subject = consumer.js.api.msg_next(consumer.stream_name, consumer.name).encode()
+        self.subject = consumer.js._api.msg_next(consumer.stream_name, consumer.name).encode()
         self._sub: Any = None
         self.retired = False
 

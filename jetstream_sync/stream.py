@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from . import errors
 from ._headers import Headers
-from ._protocol import check_subject
+from ._protocol import DEFAULT, Timeout, check_subject
 from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_time
 
 if TYPE_CHECKING:
@@ -49,14 +49,14 @@ class Stream:
         """The info from the last server round trip. No I/O."""
         return self._info
 
-    def info(self, *, timeout: float | None = ...) -> StreamInfo:  # type: ignore[assignment]
+    def info(self, *, timeout: Timeout = DEFAULT) -> StreamInfo:
         """Fetch fresh info from the server (retried) and cache it. Raises ``StreamNotFoundError``."""
         info = self._js.stream_info(self.name, timeout=timeout)
         self._info = info
         return info
 
     def purge(self, subject: str | None = None, sequence: int | None = None, keep: int | None = None, *,
-              timeout: float | None = ...) -> int:  # type: ignore[assignment]
+              timeout: Timeout = DEFAULT) -> int:
         """Remove messages: all, those on ``subject``, those below ``sequence``, or all but the last ``keep``.
 
         ``sequence`` and ``keep`` are exclusive (ValueError, nothing sent).
@@ -71,10 +71,10 @@ class Stream:
             payload["seq"] = _check_seq(sequence, "sequence")
         if keep is not None:
             payload["keep"] = _check_seq(keep, "keep", minimum=0)
-        resp = self._js.request(self._js.api.stream_purge(self.name), payload or None, timeout, idempotent=False)
+        resp = self._js._request(self._js._api.stream_purge(self.name), payload or None, timeout, idempotent=False)
         return int(resp.get("purged", 0))
 
-    def get_msg(self, seq: int, *, timeout: float | None = ...) -> StoredMsg:  # type: ignore[assignment]
+    def get_msg(self, seq: int, *, timeout: Timeout = DEFAULT) -> StoredMsg:
         """Return the stored message at stream sequence ``seq`` (retried).
 
         Uses the direct get API when the stream allows it (served by any
@@ -82,18 +82,18 @@ class Stream:
         """
         return self._get({"seq": _check_seq(seq, "seq")}, timeout)
 
-    def get_last_msg(self, subject: str, *, timeout: float | None = ...) -> StoredMsg:  # type: ignore[assignment]
+    def get_last_msg(self, subject: str, *, timeout: Timeout = DEFAULT) -> StoredMsg:
         """Return the last stored message on ``subject`` (retried). Raises ``MessageNotFoundError``."""
         return self._get({"last_by_subj": check_subject(subject)}, timeout)
 
     def _get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
         if self._info.config.allow_direct:
             return self._direct_get(payload, timeout)
-        resp = self._js.request(self._js.api.msg_get(self.name), payload, timeout, idempotent=True)
+        resp = self._js._request(self._js._api.msg_get(self.name), payload, timeout, idempotent=True)
         return StoredMsg.from_response(resp["message"])
 
     def _direct_get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
-        data, hdrs = self._js.request_raw(self._js.api.direct_get(self.name), payload, timeout)
+        data, hdrs = self._js._request_raw(self._js._api.direct_get(self.name), payload, timeout)
         hdrs = hdrs if hdrs is not None else Headers()
         status = hdrs.get("Status")
         if status:
@@ -111,7 +111,7 @@ class Stream:
             time=parse_time(hdrs.get("Nats-Time-Stamp")),
         )
 
-    def delete_msg(self, seq: int, *, erase: bool = False, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def delete_msg(self, seq: int, *, erase: bool = False, timeout: Timeout = DEFAULT) -> None:
         """Delete the message at ``seq``; ``erase=True`` overwrites it on disk.
 
         Blocks on one request (not retried). Raises ``MessageNotFoundError``
@@ -123,38 +123,38 @@ class Stream:
         if not erase:
             payload["no_erase"] = True
         # A missing sequence comes back as 10043, mapped to MessageNotFoundError by errors.py.
-        self._js.request(self._js.api.msg_delete(self.name), payload, timeout, idempotent=False)
+        self._js._request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
 
     # -- consumers on this stream ------------------------------------------------
 
     def create_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                        timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """See ``JetStream.create_consumer``."""
         return self._js.create_consumer(self.name, config, timeout=timeout, **fields)
 
     def update_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                        timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                        timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """See ``JetStream.update_consumer``."""
         return self._js.update_consumer(self.name, config, timeout=timeout, **fields)
 
     def create_or_update_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
-                                  timeout: float | None = ..., **fields: Any) -> "Consumer":  # type: ignore[assignment]
+                                  timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """See ``JetStream.create_or_update_consumer``."""
         return self._js.create_or_update_consumer(self.name, config, timeout=timeout, **fields)
 
-    def consumer(self, name: str, *, timeout: float | None = ...) -> "Consumer":  # type: ignore[assignment]
+    def consumer(self, name: str, *, timeout: Timeout = DEFAULT) -> "Consumer":
         """See ``JetStream.consumer``."""
         return self._js.consumer(self.name, name, timeout=timeout)
 
-    def delete_consumer(self, name: str, *, timeout: float | None = ...) -> None:  # type: ignore[assignment]
+    def delete_consumer(self, name: str, *, timeout: Timeout = DEFAULT) -> None:
         """See ``JetStream.delete_consumer``."""
         self._js.delete_consumer(self.name, name, timeout=timeout)
 
-    def consumers(self, *, timeout: float | None = ...) -> Iterator[ConsumerInfo]:  # type: ignore[assignment]
+    def consumers(self, *, timeout: Timeout = DEFAULT) -> Iterator[ConsumerInfo]:
         """See ``JetStream.consumers``."""
         return self._js.consumers(self.name, timeout=timeout)
 
-    def consumer_names(self, *, timeout: float | None = ...) -> Iterator[str]:  # type: ignore[assignment]
+    def consumer_names(self, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """See ``JetStream.consumer_names``."""
         return self._js.consumer_names(self.name, timeout=timeout)
 

@@ -207,7 +207,7 @@ class ApiSpy:
         """
         mark = len(self.subjects)
         js.account_info()
-        sentinel = f"{js.api.prefix}.INFO"
+        sentinel = f"{js._api.prefix}.INFO"
         wait_for(lambda: sentinel in self.since(mark), timeout=5.0, what=f"the spy to see {sentinel}")
         return sentinel
 

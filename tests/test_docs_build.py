@@ -66,7 +66,7 @@ def test_the_api_reference_renders_the_docstring_of_every_public_call(built_site
 
 def test_every_public_name_is_listed_in_the_api_page_source():
     source = (DOCS / "api.md").read_text()
-    listed = set(re.findall(r"\.\. auto(?:class|function):: jetstream_sync\.(\w+)", source))
+    listed = set(re.findall(r"\.\. auto(?:class|function|data):: jetstream_sync\.(\w+)", source))
     public = {n for n in jss.__all__ if not n.startswith("__") and getattr(getattr(jss, n), "__module__", "")
               != errors.__name__}
     assert public - listed == set(), f"add to docs/api.md: {sorted(public - listed)}"

@@ -24,3 +24,42 @@ def test_names_the_contract_promises_are_importable_from_the_top_level():
 def test_enums_are_built_from_their_json_value():
     assert jss.StorageType("memory") is jss.StorageType.MEMORY
     assert jss.AckPolicy("explicit") == "explicit"
+
+
+#: The public members of the classes users hold (class attributes, methods and properties; names
+#: set per instance, such as ``stream.name``, are the attrs and docs' business). A new public member
+#: is a decision: add it here. Internal calls (``call``, ``request``, the engine hooks) stay private.
+PUBLIC_MEMBERS = {
+    jss.Client: ["close", "connected_url", "drain", "flush", "is_closed", "is_connected", "jetstream", "max_payload",
+                 "publish", "request"],
+    jss.JetStream: ["account_info", "client", "consumer", "consumer_info", "consumer_names", "consumers",
+                    "create_consumer", "create_or_update_consumer", "create_or_update_stream", "create_stream",
+                    "delete_consumer", "delete_stream", "domain", "ordered_consumer", "publish", "publish_async",
+                    "publish_async_complete", "publish_async_pending", "stream", "stream_info", "stream_names",
+                    "streams", "timeout", "update_consumer", "update_stream"],
+    jss.Stream: ["cached_info", "consumer", "consumer_names", "consumers", "create_consumer",
+                 "create_or_update_consumer", "delete_consumer", "delete_msg", "get_last_msg", "get_msg", "info",
+                 "ordered_consumer", "purge", "update_consumer"],
+    jss.Consumer: ["cached_info", "client", "consume", "delete", "fetch", "fetch_no_wait", "info", "js", "messages",
+                   "next"],
+    jss.OrderedConsumer: ["client", "close", "consume", "fetch", "fetch_no_wait", "js", "messages", "next"],
+    jss.MessageBatch: ["stop"],
+    jss.MessageStream: ["drain", "next", "stop"],
+    jss.ConsumeHandle: ["closed", "drain", "stats", "stop", "wait"],
+    jss.Msg: ["ack", "acked", "data", "double_ack", "headers", "in_progress", "metadata", "nak", "reply", "size",
+              "subject", "term"],
+}
+
+
+def test_the_public_members_of_each_handle_are_pinned():
+    for cls, members in PUBLIC_MEMBERS.items():
+        assert sorted(n for n in dir(cls) if not n.startswith("_")) == members, cls.__name__
+
+
+def test_every_timeout_defaults_to_the_typed_sentinel_not_an_ellipsis():
+    assert repr(jss.DEFAULT) == "jetstream_sync.DEFAULT"
+    for cls in PUBLIC_MEMBERS:
+        for name, member in inspect.getmembers(cls, inspect.isfunction):
+            param = inspect.signature(member).parameters.get("timeout")
+            if param is not None and param.default is not inspect.Parameter.empty:
+                assert param.default is not Ellipsis, f"{cls.__name__}.{name}"

@@ -125,7 +125,7 @@ def _source(connection: Any, domain: str | None, api_prefix: str | None,
                         f"don't pass domain= or api_prefix=")
     ApiPrefix(domain, api_prefix)  # checks both, naming them
     if isinstance(connection, jss.JetStream):
-        return connection.client, None, connection.api.prefix
+        return connection.client, None, connection._api.prefix
     if isinstance(connection, PartitionPublisher):
         return connection.options, connection.domain, connection.api_prefix
     if isinstance(connection, (jss.Client, ConnectionOptions)):
