@@ -1,9 +1,11 @@
-# The user's side of the continuous pull: MessageStream (a blocking iterator)
-# and ConsumeHandle (a bounded queue feeding worker threads).
+# The user's side of a consumer's delivery: MessageStream (a blocking iterator)
+# and ConsumeHandle (a bounded queue feeding worker threads), for any engine that
+# keeps the _engine contract (the pull engines today).
 #
-# Rule 1: the loop thread only ever put_nowait()s into our queues; credit
-#         (pull.ContinuousPull.taken) keeps them within max_messages, so a put
-#         never fails and a slow handler stops the pulling instead of growing memory.
+# Rule 1: the loop thread only ever put_nowait()s into our queues (the engine's
+#         sink); credit, returned through engine.taken(), keeps them within
+#         max_messages, so a put never fails and a slow handler stops delivery
+#         instead of growing memory. Nothing here imports an engine.
 # Rule 2: user code (handlers, error_handler) runs on worker threads only.
 # Rule 3: shutdown is a flag first, sentinels second, joins with a bound, and a
 #         thread never joins itself (a handler may call stop()/drain()).
@@ -20,10 +22,11 @@ import attrs
 from . import errors
 from ._loop import WAKE_INTERVAL
 from .message import Msg
-from .pull import ConsumeOptions, ContinuousPull, Terminal, Warning_
+from ._engine import Engine, EngineFactory, Terminal, Warning_
 
 if TYPE_CHECKING:
     from .consumer import Consumer
+    from .pull import ConsumeOptions
 
 __all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream"]
 
@@ -38,7 +41,7 @@ def _nak_quietly(msg: Msg) -> None:
         pass  # closed client or already acked: the server redelivers after ack_wait
 
 
-def _hand_back(q: queue.SimpleQueue, engine: ContinuousPull) -> bool:
+def _hand_back(q: queue.SimpleQueue, engine: Engine) -> bool:
     """Empty ``q`` without blocking, NAKing every message in it; True if the end marker was in it."""
     ended = False
     while True:
@@ -53,7 +56,7 @@ def _hand_back(q: queue.SimpleQueue, engine: ContinuousPull) -> bool:
             ended = True
 
 
-def _wait_halted(engine: ContinuousPull, limit: float = 2.0) -> None:
+def _wait_halted(engine: Engine, limit: float = 2.0) -> None:
     """Wait (at most ``limit`` s, in wakeful slices) until the engine can deliver nothing more."""
     deadline = time.monotonic() + limit
     while not engine.halted.wait(WAKE_INTERVAL):
@@ -71,7 +74,7 @@ class MessageStream:
     refused pulls) are logged and kept in ``warnings``. Use from one thread.
     """
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, engine: type = ContinuousPull) -> None:
+    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", engine: EngineFactory) -> None:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._q.put)
         self._conn = consumer._conn
@@ -214,12 +217,12 @@ class ConsumeHandle:
     error handler may call ``stop()``/``drain()``.
     """
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, handler: Callable[[Msg], Any], workers: int,
-                 error_handler: Callable[[BaseException], Any] | None, engine: type = ContinuousPull) -> None:
+    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", handler: Callable[[Msg], Any], workers: int,
+                 error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory) -> None:
         self._handler = handler
         self._error_handler = error_handler
         # Bounded by the pull credit, not by the queue: the loop never puts more
-        # than max_messages/max_bytes of messages in flight (ContinuousPull
+        # than max_messages/max_bytes of messages in flight (the engine
         # counts them until a worker takes one), and _put re-checks it. A
         # SimpleQueue costs the loop a third of what queue.Queue's lock and
         # notify cost per message, and put() can never block.

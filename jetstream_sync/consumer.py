@@ -15,7 +15,7 @@ from ._protocol import DEFAULT, Timeout
 from .config import ConsumerInfo
 from .message import Msg
 from .consume import ConsumeHandle, MessageStream
-from .pull import MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
+from .pull import ContinuousPull, MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -140,7 +140,7 @@ class Consumer:
         (nothing sent).
         """
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
-        return MessageStream(self, opts)
+        return MessageStream(self, opts, engine=ContinuousPull)
 
     def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
                 error_handler: Callable[[BaseException], Any] | None = None, max_messages: int | None = None,
@@ -161,7 +161,7 @@ class Consumer:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
-        return ConsumeHandle(self, opts, handler, workers, error_handler)
+        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=ContinuousPull)
 
     def __repr__(self) -> str:
         return f"<Consumer {self.stream_name!r}/{self.name!r}>"

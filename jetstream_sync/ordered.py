@@ -28,7 +28,8 @@ from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, valid
 from .consume import ConsumeHandle, MessageStream
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .message import Msg
-from .pull import ContinuousPull, MessageBatch, Warning_, consume_options
+from ._engine import Warning_
+from .pull import ContinuousPull, MessageBatch, consume_options
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -238,7 +239,7 @@ class OrderedConsumer:
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("messages")
         try:
-            return _OrderedMessageStream(self, opts, engine=OrderedPull)  # type: ignore[arg-type]
+            return _OrderedMessageStream(self, opts, engine=OrderedPull)
         except BaseException:
             self._leave()
             raise
@@ -259,7 +260,7 @@ class OrderedConsumer:
             return handler(self._handed_over(msg))
 
         try:
-            return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)  # type: ignore[arg-type]
+            return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)
         except BaseException:
             self._leave()
             raise

@@ -23,6 +23,7 @@ import attrs
 
 from . import errors
 from ._connection import translate
+from ._engine import Sink, Terminal, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
     NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, spelled, status_of,
@@ -358,25 +359,6 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
                           threshold_messages=tm, threshold_bytes=None)
 
 
-class Warning_:
-    """A non-terminal problem travelling to the user's side with the messages."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-class Terminal:
-    """The end of a continuous pull; ``error`` is None when it was stopped on purpose."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException | None) -> None:
-        self.error = error
-
-
-#: After a refused pull (409 Exceeded ..., 503) wait this long before pulling again.
 RETRY_PULL_DELAY = 1.0
 
 
@@ -393,7 +375,7 @@ class ContinuousPull:
     ``taken(size)`` for each message they take out of the buffer.
     """
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Any) -> None:
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink) -> None:
         self._consumer = consumer
         self._conn = consumer._conn
         self._opts = opts

@@ -1,0 +1,63 @@
+# The engine contract: what the readers (``messages()`` and ``consume()``, in consume.py) need from
+# an engine that delivers a consumer's messages on the loop thread, and the items it hands over.
+# The pull engine (pull.py) is one; a push engine is the next. Readers are written against this
+# module only, so one reader serves every consumer kind.
+#
+# Rule 1: an engine calls up only through its sink (loop thread, never blocks); readers call down
+#         through ``start``, ``taken`` and ``stop_soon``. Nothing else crosses.
+# Rule 2: pure declarations: no I/O, no threads started here.
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Protocol
+
+__all__ = ["Engine", "EngineFactory", "Sink", "Terminal", "Warning_"]
+
+
+class Warning_:
+    """A non-terminal problem travelling to the user's side with the messages."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Terminal:
+    """The end of delivery; ``error`` is None when it was stopped on purpose."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+#: Called on the loop thread with each ``Msg``, each ``Warning_`` and one final ``Terminal``. Must not block.
+Sink = Callable[[Any], None]
+
+
+class Engine(Protocol):
+    """What a reader drives. Built as ``factory(consumer, options, sink)``."""
+
+    #: Set once nothing more can be delivered (the ``Terminal`` was sunk, or is about to be).
+    halted: threading.Event
+    #: Requests sent to the server for messages (pull requests; 0 for an engine that never asks).
+    pulls: int
+    #: Messages delivered to the sink so far.
+    received: int
+
+    async def start(self) -> None:
+        """(loop thread) Subscribe and start delivery. Raises what the connection raises."""
+
+    def taken(self, size: int) -> None:
+        """(any thread) A delivered message of ``size`` bytes left the reader's buffer."""
+
+    def buffered(self) -> int:
+        """Messages delivered and not yet taken (no I/O)."""
+
+    def stop_soon(self) -> None:
+        """(any thread) Stop delivering; the ``Terminal`` follows on the loop thread. Never blocks."""
+
+
+#: Builds an engine for a consumer handle: ``factory(consumer, options, sink)``.
+EngineFactory = Callable[[Any, Any, Sink], Engine]
