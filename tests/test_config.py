@@ -787,7 +787,9 @@ class TestSerialization:
 
     def test_every_public_name_is_exported(self):
         public = {n for n, v in vars(cfgmod).items() if not n.startswith("_")
-                  and getattr(v, "__module__", None) in (cfgmod.__name__, "jetstream_sync._time")}
+                  and getattr(v, "__module__", None) in (cfgmod.__name__, "jetstream_sync._time",
+                                                         "jetstream_sync._codec", "jetstream_sync._configs",
+                                                         "jetstream_sync._infos")}
         assert public == set(cfgmod.__all__)
         assert cfgmod.__all__ == sorted(cfgmod.__all__)
 
