@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Protocol
 
-__all__ = ["Engine", "EngineFactory", "Sink", "Terminal", "Warning_"]
+__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "Sink", "Terminal", "Warning_"]
 
 
 class Warning_:
@@ -30,6 +31,40 @@ class Terminal:
 
     def __init__(self, error: BaseException | None) -> None:
         self.error = error
+
+
+class HeartbeatWatch:
+    """The idle-heartbeat alarm every engine keeps (ADR-37): anything arriving from the server
+    (a message, a status, a heartbeat) counts as a sign of life; silence for twice the interval is a
+    missed heartbeat. One object per engine, used from one thread at a time."""
+
+    __slots__ = ("interval", "last_seen")
+
+    def __init__(self, interval: float | None) -> None:
+        #: The idle heartbeat the server was asked for, in seconds (None: no heartbeats, never missed).
+        self.interval = interval
+        self.last_seen = time.monotonic()
+
+    def seen(self) -> None:
+        """Something arrived (or the count restarts: a new pull, a reconnect)."""
+        self.last_seen = time.monotonic()
+
+    @property
+    def limit(self) -> float:
+        """Seconds of silence that count as a missed heartbeat (twice the interval)."""
+        return 2 * self.interval if self.interval is not None else float("inf")
+
+    def due_in(self, now: float) -> float:
+        """Seconds from ``now`` until silence would count as missed."""
+        return self.last_seen + self.limit - now
+
+    def missed(self, now: float) -> bool:
+        """True when nothing arrived for :attr:`limit` seconds; the count then restarts, so one
+        silence is reported once."""
+        if now - self.last_seen >= self.limit:
+            self.last_seen = now
+            return True
+        return False
 
 
 #: Called on the loop thread with each ``Msg``, each ``Warning_`` and one final ``Terminal``. Must not block.

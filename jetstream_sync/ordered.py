@@ -424,7 +424,7 @@ class OrderedPull(ContinuousPull):
             oc._current = None
         oc._mark_reset()
         self._conn.add_listener(self)
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         await self._reset("start")
         self._arm_heartbeat()
 
@@ -471,7 +471,7 @@ class OrderedPull(ContinuousPull):
             self._inbox = client.new_inbox()
             self._subject = self._oc.js._api.msg_next(self._oc.stream_name, self._name)
             self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
-            self._last_seen = time.monotonic()
+            self._heartbeat.seen()
         finally:
             self._resetting = False
         self._check()
@@ -507,16 +507,13 @@ class OrderedPull(ContinuousPull):
             return
         super()._on_status(status, hdrs)
 
-    def _on_heartbeat_timer(self) -> None:
-        if self._stopped:
-            return
-        hb = self._opts.idle_heartbeat
-        if not self._paused and not self._resetting and time.monotonic() - self._last_seen >= 2 * hb:
-            self._last_seen = time.monotonic()
-            self._sink(Warning_(errors.NoHeartbeatError(
-                f"{self._oc._label}: no message or heartbeat for {2 * hb:.3g}s; recreating it")))
-            self._reset_soon("heartbeat")
-        self._arm_heartbeat()
+    def _watching(self) -> bool:
+        return not self._paused and not self._resetting
+
+    def _missed_heartbeat(self) -> None:
+        self._sink(Warning_(errors.NoHeartbeatError(
+            f"{self._oc._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s; recreating it")))
+        self._reset_soon("heartbeat")
 
     def halt(self, err: BaseException | None) -> None:
         if isinstance(err, errors.ConsumerDeletedError) and not self._stopped:
@@ -531,7 +528,7 @@ class OrderedPull(ContinuousPull):
 
     def on_reconnected(self) -> None:
         self._paused = False
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         self._reset_soon("reconnect")
 
     def stop_soon(self) -> None:

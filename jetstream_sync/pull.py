@@ -23,7 +23,7 @@ import attrs
 
 from . import errors
 from ._connection import translate
-from ._engine import Sink, Terminal, Warning_
+from ._engine import HeartbeatWatch, Sink, Terminal, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
     NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, spelled, status_of,
@@ -111,7 +111,7 @@ class _FetchPull:
         self.received_bytes = 0
         self._sub: Any = None
         self._ended = False
-        self._last_seen = time.monotonic()
+        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
         self._watchdog: asyncio.TimerHandle | None = None
         self._deadline: float = 0.0
 
@@ -142,17 +142,14 @@ class _FetchPull:
         except errors.JetStreamError as exc:
             self.end(exc)
             return
-        now = time.monotonic()
-        self._last_seen = now
-        self._deadline = now + self._opts.client_deadline
+        self._heartbeat.seen()
+        self._deadline = time.monotonic() + self._opts.client_deadline
         self._arm()
 
     def _arm(self) -> None:
         loop = self._conn.loop_thread.loop
-        hb = self._opts.idle_heartbeat
-        wait = self._deadline - time.monotonic()
-        if hb is not None:
-            wait = min(wait, self._last_seen + 2 * hb - time.monotonic())
+        now = time.monotonic()
+        wait = min(self._deadline - now, self._heartbeat.due_in(now))
         self._watchdog = loop.call_later(max(0.0, wait), self._on_timer)
 
     def _on_timer(self) -> None:
@@ -162,16 +159,16 @@ class _FetchPull:
         if now >= self._deadline:
             self.end(None)  # the server should have ended it; finishing is not an error
             return
-        hb = self._opts.idle_heartbeat
-        if hb is not None and now - self._last_seen >= 2 * hb:
-            self.end(errors.NoHeartbeatError(f"fetch from {self._consumer._label}: no heartbeat for {2 * hb:.3g}s"))
+        if self._heartbeat.missed(now):
+            self.end(errors.NoHeartbeatError(
+                f"fetch from {self._consumer._label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
             return
         self._arm()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._ended:
             return
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             kind, err = classify_status(status[0], status[1].get("Description", ""))
@@ -394,7 +391,7 @@ class ContinuousPull:
         self._subject = ""
         self._stopped = False
         self._paused = False
-        self._last_seen = 0.0
+        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
         self._hb_timer: asyncio.TimerHandle | None = None
         self._retry_timer: asyncio.TimerHandle | None = None
         self.halted = threading.Event()  # set once no message can be delivered any more
@@ -408,7 +405,7 @@ class ContinuousPull:
         self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
         client.add_listener(self)
         self._paused = not client.is_connected
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         self._check()
         self._arm_heartbeat()
 
@@ -461,32 +458,35 @@ class ContinuousPull:
     def _arm_heartbeat(self) -> None:
         if self._stopped:
             return
-        hb = self._opts.idle_heartbeat
-        self._hb_timer = self._conn.loop_thread.loop.call_later(hb, self._on_heartbeat_timer)
+        self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
 
     def _on_heartbeat_timer(self) -> None:
         if self._stopped:
             return
-        now = time.monotonic()
-        hb = self._opts.idle_heartbeat
-        if not self._paused and now - self._last_seen >= 2 * hb:
-            # The server (or the pull) is gone without a word: report it, forget
-            # the credit that will never arrive and pull afresh.
-            self._last_seen = now
-            self._sink(Warning_(errors.NoHeartbeatError(
-                f"{self._consumer._label}: no message or heartbeat for {2 * hb:.3g}s")))
-            with self._lock:
-                self._pending_msgs = 0
-                self._pending_bytes = 0
-            self._check()
+        if self._watching() and self._heartbeat.missed(time.monotonic()):
+            self._missed_heartbeat()
         self._arm_heartbeat()
+
+    def _watching(self) -> bool:
+        """Whether silence now means a missed heartbeat (not while disconnected)."""
+        return not self._paused
+
+    def _missed_heartbeat(self) -> None:
+        # The server (or the pull) is gone without a word: report it, forget
+        # the credit that will never arrive and pull afresh.
+        self._sink(Warning_(errors.NoHeartbeatError(
+            f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")))
+        with self._lock:
+            self._pending_msgs = 0
+            self._pending_bytes = 0
+        self._check()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._stopped:
             if reply.startswith(b"$JS.ACK."):  # arrived after stop: hand it back at once
                 self._conn.write_now(ack_command(reply, NAK))
             return
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)
@@ -577,7 +577,7 @@ class ContinuousPull:
         # ADR-37 rev 2: reset the timer and pull again with full credit, without
         # asking whether the consumer still exists.
         self._paused = False
-        self._last_seen = time.monotonic()
+        self._heartbeat.seen()
         with self._lock:
             self._pending_msgs = 0
             self._pending_bytes = 0
@@ -738,8 +738,7 @@ class NextInbox:
         client = self._conn
         now = time.monotonic()
         deadline = now + opts.client_deadline
-        hb = opts.idle_heartbeat
-        last_seen = now
+        heartbeat = HeartbeatWatch(opts.idle_heartbeat)
         while True:
             try:
                 item = q.get(timeout=WAKE_INTERVAL)
@@ -751,14 +750,14 @@ class NextInbox:
                     raise errors.ClientClosedError("the client was closed during next()") from None
                 if now > deadline:
                     raise errors.TimeoutError.after(what, opts.expires, "no message") from None
-                if hb is not None and now - last_seen >= 2 * hb:
-                    raise errors.NoHeartbeatError(f"{what}: no heartbeat for {2 * hb:.3g}s") from None
+                if heartbeat.missed(now):
+                    raise errors.NoHeartbeatError(f"{what}: no heartbeat for {heartbeat.limit:.3g}s") from None
                 continue
             if len(item) == 1:  # the server refused the pull or the inbox
                 self._ok = True
                 raise item[0]
             subject, reply, data, raw = item
-            last_seen = time.monotonic()
+            heartbeat.seen()
             status = status_of(raw, data) if raw and not data else None
             if status is not None:
                 kind, err = classify_status(status[0], status[1].get("Description", ""))
