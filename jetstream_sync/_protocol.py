@@ -22,7 +22,7 @@ __all__ = [
     "ACK", "ACK_CONSUMER_SEQ", "ACK_DELIVERED", "ACK_PENDING", "ACK_STREAM_SEQ", "ACK_TIMESTAMP_NS", "NAK", "TERM",
     "WPI", "AckFields", "Status", "ack_command", "check_count", "check_int", "check_seconds", "check_subject",
     "check_timeout", "classify_status",
-    "encode_payload", "parse_ack_subject", "prepare_pub", "pub_command", "pub_command_parts", "single_valued", "spelled", "status_of",
+    "encode_payload", "parse_ack_subject", "prepare_pub", "pub_command", "pub_command_parts", "pull_request", "single_valued", "spelled", "status_of",
 ]
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -151,6 +151,22 @@ def prepare_pub(subject: Any, data: Any, headers: Mapping[str, Any] | None, max_
     if len(payload) + len(hdr) > max_payload:
         raise ValueError(f"data: {len(payload) + len(hdr)} bytes exceed the server's max_payload of {max_payload}")
     return subject, payload, hdr
+
+
+def pull_request(batch: int, *, max_bytes: int | None = None, expires: float | None = None,
+                 idle_heartbeat: float | None = None, no_wait: bool = False) -> dict[str, Any]:
+    """The body of a ``CONSUMER.MSG.NEXT`` pull request (ADR-37), durations in integer nanoseconds:
+    the one builder for fetch, next and the continuous pull. ``no_wait`` replaces ``expires``."""
+    req: dict[str, Any] = {"batch": batch}
+    if max_bytes is not None:
+        req["max_bytes"] = max_bytes
+    if no_wait:
+        req["no_wait"] = True
+    elif expires is not None:
+        req["expires"] = int(expires * 1e9)
+    if idle_heartbeat is not None:
+        req["idle_heartbeat"] = int(idle_heartbeat * 1e9)
+    return req
 
 
 #: Acknowledgement payloads (ADR-15 / nats.go jetstream ``ackType``).

@@ -26,7 +26,8 @@ from ._connection import translate
 from ._engine import HeartbeatWatch, Sink, Terminal, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
-    NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, spelled, status_of,
+    NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
+    status_of,
 )
 from .message import Msg
 
@@ -57,16 +58,8 @@ class FetchOptions:
     no_wait: bool = False
 
     def request(self) -> dict[str, Any]:
-        req: dict[str, Any] = {"batch": self.batch}
-        if self.max_bytes is not None:
-            req["max_bytes"] = self.max_bytes
-        if self.no_wait:
-            req["no_wait"] = True
-        else:
-            req["expires"] = int(self.expires * 1e9)
-        if self.idle_heartbeat is not None:
-            req["idle_heartbeat"] = int(self.idle_heartbeat * 1e9)
-        return req
+        return pull_request(self.batch, max_bytes=self.max_bytes, expires=self.expires,
+                            idle_heartbeat=self.idle_heartbeat, no_wait=self.no_wait)
 
     @property
     def client_deadline(self) -> float:
@@ -411,10 +404,7 @@ class ContinuousPull:
 
     def _request(self, batch: int, max_bytes: int | None) -> None:
         opts = self._opts
-        req: dict[str, Any] = {"batch": batch, "expires": int(opts.expires * 1e9),
-                               "idle_heartbeat": int(opts.idle_heartbeat * 1e9)}
-        if max_bytes is not None:
-            req["max_bytes"] = max_bytes
+        req = pull_request(batch, max_bytes=max_bytes, expires=opts.expires, idle_heartbeat=opts.idle_heartbeat)
         body = json.dumps(req, separators=(",", ":")).encode()
         self._conn.write_now(pub_command(self._subject, self._inbox, body, b""))
         self.pulls += 1

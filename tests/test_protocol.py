@@ -11,7 +11,7 @@ from nats.protocol.command import hpub_cmd, pub_cmd
 import jetstream_sync as jss
 from jetstream_sync._protocol import (
     Status, ack_command, check_count, check_int, check_seconds, check_timeout, classify_status, prepare_pub,
-    pub_command, pub_command_parts, status_of,
+    pub_command, pub_command_parts, pull_request, status_of,
 )
 
 
@@ -143,3 +143,11 @@ def test_a_timeout_may_be_none_only_where_allowed():
         check_timeout(None, allow_none=False)
     with pytest.raises(ValueError, match="flush_timeout must be > 0"):
         check_timeout(0, "flush_timeout")
+
+
+def test_a_pull_request_carries_durations_in_nanoseconds_and_no_wait_instead_of_an_expiry():
+    assert pull_request(10, expires=30.0, idle_heartbeat=15.0) == {
+        "batch": 10, "expires": 30_000_000_000, "idle_heartbeat": 15_000_000_000}
+    assert pull_request(1_000_000, max_bytes=4096, expires=1.5) == {
+        "batch": 1_000_000, "max_bytes": 4096, "expires": 1_500_000_000}
+    assert pull_request(5, expires=30.0, no_wait=True) == {"batch": 5, "no_wait": True}
