@@ -1,27 +1,26 @@
 # The JetStream context (ADR-37 "JetStreamContext"): stream and consumer
 # management, account info and publishing.
 #
-# Rule 1: every API request goes through ``JetStream._request``: one place for
-#         the prefix, JSON, timeouts, error envelopes and the retry policy
-#         (idempotent requests only).
+# Rule 1: every API request goes through the context's ``_jsapi.JsApi``: one
+#         place for the prefix, JSON, timeouts, error envelopes and the retry
+#         policy (idempotent requests only).
 # Rule 2: no pull state and no worker threads here; handles (Stream,
 #         Consumer) are returned for that.
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import attrs
 
 from . import errors
-from ._headers import Headers, decode_headers
+from ._headers import Headers
 from ._loop import BRIDGE_GRACE, wait_future
 from ._publish import Publisher
 from ._retry import RetryPolicy
-from ._protocol import DEFAULT, Timeout, check_int, check_subject, prepare_pub, pub_command, pub_command_parts
-from .api import ApiPrefix, decode
+from ._protocol import DEFAULT, Timeout, check_int, check_subject, prepare_pub, pub_command_parts
+from ._jsapi import JsApi
+from .api import ApiPrefix
 from .consumer import Consumer
 from .ordered import OrderedConsumer
 from .stream import Stream
@@ -77,6 +76,7 @@ class JetStream:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
         self.retry = retry if retry is not None else RetryPolicy()
+        self._jsapi = JsApi(conn, self._api, self._timeout, self.retry)
         self._publisher = Publisher.shared(conn, max_pending)
 
     @property
@@ -92,115 +92,15 @@ class JetStream:
         """The default timeout of this context's calls, in seconds."""
         return self._timeout
 
-    def _resolve_timeout(self, timeout: Any) -> float | None:
+    def _resolve_timeout(self, timeout: Timeout) -> float | None:
         """:data:`DEFAULT` (not given) means this context's default; None means no limit."""
-        return self._timeout if timeout is DEFAULT else self._conn.timeout_or_default(timeout)
-
-    # -- the one request path ----------------------------------------------------
-
-    def _request(self, subject: str, payload: Mapping[str, Any] | None, timeout: Timeout = DEFAULT, *,
-                idempotent: bool) -> dict[str, Any]:
-        """Send one JetStream API request and return the decoded response.
-
-        Blocks for at most ``timeout`` per attempt. Raises the matching
-        ``APIError``, ``JetStreamNotEnabledError`` (no responders on the API),
-        ``TimeoutError``, ``ClientClosedError``.
-        """
-        t = self._resolve_timeout(timeout)
-        body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
-        client = self._conn
-        attempt = 0
-
-        def once() -> dict[str, Any]:
-            nonlocal attempt
-            attempt += 1
-            try:
-                reply = client.call(client.request(subject, body, t), t)
-            except errors.NoRespondersError as exc:
-                raise errors.JetStreamNotEnabledError(
-                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
-                ) from exc
-            except errors.TimeoutError as exc:
-                raise self._timed_out(subject, t, attempt, idempotent) from exc
-            return decode(reply.data)
-
-        return self.retry.call(once) if idempotent else once()
-
-    def _timed_out(self, subject: str, timeout: float | None, attempt: int, retried: bool) -> errors.TimeoutError:
-        """The TimeoutError of one attempt at ``subject``: what, on what, how long (and which attempt)."""
-        attempts = self.retry.attempts if retried else 1
-        return errors.TimeoutError.after(self._api.describe(subject), timeout,
-                                         f"attempt {attempt} of {attempts}" if attempts > 1 else "")
-
-    def _request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Timeout = DEFAULT) -> tuple[bytes, Headers | None]:
-        """An idempotent request whose reply is a message, not JSON (direct get); retried.
-
-        Returns the reply's payload and its headers decoded from the raw header
-        block: multi-valued headers survive (nats-py's ``request()`` keeps only
-        the last value of a repeated key) and a status line shows up as the
-        ``Status``/``Description`` pseudo-headers. Blocks at most ``timeout``
-        per attempt. Raises ``JetStreamNotEnabledError`` (no responders),
-        ``TimeoutError``, ``ClientClosedError``.
-        """
-        t = self._resolve_timeout(timeout)
-        body = json.dumps(payload, separators=(",", ":")).encode()
-        client = self._conn
-
-        async def go() -> tuple[bytes, bytes]:
-            fut: asyncio.Future = asyncio.get_running_loop().create_future()
-
-            def on_reply(_subject: bytes, _reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
-                if not fut.done():
-                    fut.set_result((data, raw_headers or b""))
-
-            inbox = client.new_inbox()
-            watched = {subject.lower(): subject, inbox.lower(): inbox}
-
-            class _Denied:  # a refused publish or inbox ends this request at once
-                def on_permission_denied(self, denied: str, error: BaseException) -> None:
-                    if denied in watched and not fut.done():
-                        spelled = getattr(error, "spelled", None)
-                        fut.set_exception(spelled(watched[denied]) if spelled is not None else error)
-
-                def on_disconnected(self) -> None: ...
-
-                def on_reconnected(self) -> None: ...
-
-                def on_closed(self) -> None: ...
-
-            listener = _Denied()
-            client.add_listener(listener)  # type: ignore[arg-type]
-            sub = await client.subscribe_raw(inbox, on_reply)
-            try:
-                # The SUB above sits in the same outbound buffer, ahead of this PUB.
-                client.write_now(pub_command(subject, sub.subject, body, b""))
-                return await asyncio.wait_for(fut, t)
-            finally:
-                client.remove_listener(listener)  # type: ignore[arg-type]
-                await client.unsubscribe_raw(sub)
-
-        attempt = 0
-
-        def once() -> tuple[bytes, Headers | None]:
-            nonlocal attempt
-            attempt += 1
-            try:
-                data, raw = client.call(go(), t)
-            except errors.TimeoutError as exc:
-                raise self._timed_out(subject, t, attempt, True) from exc
-            hdrs = decode_headers(raw) if raw else None
-            if hdrs is not None and hdrs.get("Status") == "503" and not data:
-                raise errors.JetStreamNotEnabledError(
-                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
-            return data, hdrs
-
-        return self.retry.call(once)
+        return self._jsapi.resolve_timeout(timeout)
 
     # -- account ---------------------------------------------------------------
 
     def account_info(self, *, timeout: Timeout = DEFAULT) -> AccountInfo:
         """Return this account's JetStream usage and limits (one request, retried)."""
-        return AccountInfo.from_response(self._request(self._api.account_info(), None, timeout, idempotent=True))
+        return AccountInfo.from_response(self._jsapi.request(self._api.account_info(), None, timeout, idempotent=True))
 
     # -- streams ---------------------------------------------------------------
 
@@ -212,7 +112,7 @@ class JetStream:
         different configuration; ValueError/TypeError for a bad config (nothing sent).
         """
         cfg = config_from(StreamConfig, config, fields)
-        resp = self._request(self._api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        resp = self._jsapi.request(self._api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
         return self._stream_handle(StreamInfo.from_response(resp))
 
     def update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
@@ -223,7 +123,7 @@ class JetStream:
         change the server refuses.
         """
         cfg = config_from(StreamConfig, config, fields)
-        resp = self._request(self._api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        resp = self._jsapi.request(self._api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
         return self._stream_handle(StreamInfo.from_response(resp))
 
     def create_or_update_stream(self, config: StreamConfig | Mapping[str, Any] | None = None, *,
@@ -245,12 +145,12 @@ class JetStream:
     def stream_info(self, name: str, *, timeout: Timeout = DEFAULT) -> StreamInfo:
         """Return a stream's info (one request, retried). Raises ``StreamNotFoundError``."""
         validate_stream_name(name, "name")
-        return StreamInfo.from_response(self._request(self._api.stream_info(name), None, timeout, idempotent=True))
+        return StreamInfo.from_response(self._jsapi.request(self._api.stream_info(name), None, timeout, idempotent=True))
 
     def delete_stream(self, name: str, *, timeout: Timeout = DEFAULT) -> None:
         """Delete a stream and all its messages and consumers. Raises ``StreamNotFoundError``."""
         validate_stream_name(name, "name")
-        self._request(self._api.stream_delete(name), None, timeout, idempotent=False)
+        self._jsapi.request(self._api.stream_delete(name), None, timeout, idempotent=False)
 
     def streams(self, subject: str | None = None, *, timeout: Timeout = DEFAULT) -> Iterator[StreamInfo]:
         """Iterate over every stream's info (optionally those capturing ``subject``), page by page.
@@ -259,28 +159,13 @@ class JetStream:
         """
         if subject is not None:
             check_subject(subject)
-        return self._paged(self._api.stream_list(), "streams", subject, timeout, StreamInfo.from_response)
+        return self._jsapi.paged(self._api.stream_list(), "streams", subject, timeout, StreamInfo.from_response)
 
     def stream_names(self, subject: str | None = None, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """Iterate over every stream name (optionally those capturing ``subject``), page by page."""
         if subject is not None:
             check_subject(subject)
-        return self._paged(self._api.stream_names(), "streams", subject, timeout, str)
-
-    def _paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
-        offset = 0
-        while True:
-            payload: dict[str, Any] = {"offset": offset}
-            if filter_subject is not None:
-                payload["subject"] = filter_subject
-            resp = self._request(subject, payload, timeout, idempotent=True)
-            items = resp.get(key) or []
-            for item in items:
-                yield convert(item)
-            offset += len(items)
-            total = resp.get("total", 0)
-            if not items or offset >= total:
-                return
+        return self._jsapi.paged(self._api.stream_names(), "streams", subject, timeout, str)
 
     def _stream_handle(self, info: StreamInfo) -> "Stream":
         return Stream(self, info)
@@ -302,7 +187,7 @@ class JetStream:
         payload: dict[str, Any] = {"stream_name": stream, "config": cfg.to_request()}
         if action:
             payload["action"] = action
-        resp = self._request(self._api.consumer_create(stream, name, filter_subject), payload, timeout,
+        resp = self._jsapi.request(self._api.consumer_create(stream, name, filter_subject), payload, timeout,
                             idempotent=False)
         return self._consumer_handle(ConsumerInfo.from_response(resp))
 
@@ -341,23 +226,23 @@ class JetStream:
         validate_stream_name(stream, "stream")
         validate_consumer_name(name, "name")
         return ConsumerInfo.from_response(
-            self._request(self._api.consumer_info(stream, name), None, timeout, idempotent=True))
+            self._jsapi.request(self._api.consumer_info(stream, name), None, timeout, idempotent=True))
 
     def delete_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> None:
         """Delete a consumer. Raises ``ConsumerNotFoundError``."""
         validate_stream_name(stream, "stream")
         validate_consumer_name(name, "name")
-        self._request(self._api.consumer_delete(stream, name), None, timeout, idempotent=False)
+        self._jsapi.request(self._api.consumer_delete(stream, name), None, timeout, idempotent=False)
 
     def consumers(self, stream: str, *, timeout: Timeout = DEFAULT) -> Iterator[ConsumerInfo]:
         """Iterate over every consumer's info on ``stream``, page by page."""
         validate_stream_name(stream, "stream")
-        return self._paged(self._api.consumer_list(stream), "consumers", None, timeout, ConsumerInfo.from_response)
+        return self._jsapi.paged(self._api.consumer_list(stream), "consumers", None, timeout, ConsumerInfo.from_response)
 
     def consumer_names(self, stream: str, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """Iterate over every consumer name on ``stream``, page by page."""
         validate_stream_name(stream, "stream")
-        return self._paged(self._api.consumer_names(stream), "consumers", None, timeout, str)
+        return self._jsapi.paged(self._api.consumer_names(stream), "consumers", None, timeout, str)
 
     def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
         return Consumer(self, info)

@@ -71,7 +71,7 @@ class Stream:
             payload["seq"] = _check_seq(sequence, "sequence")
         if keep is not None:
             payload["keep"] = _check_seq(keep, "keep", minimum=0)
-        resp = self._js._request(self._js._api.stream_purge(self.name), payload or None, timeout, idempotent=False)
+        resp = self._js._jsapi.request(self._js._api.stream_purge(self.name), payload or None, timeout, idempotent=False)
         return int(resp.get("purged", 0))
 
     def get_msg(self, seq: int, *, timeout: Timeout = DEFAULT) -> StoredMsg:
@@ -89,11 +89,11 @@ class Stream:
     def _get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
         if self._info.config.allow_direct:
             return self._direct_get(payload, timeout)
-        resp = self._js._request(self._js._api.msg_get(self.name), payload, timeout, idempotent=True)
+        resp = self._js._jsapi.request(self._js._api.msg_get(self.name), payload, timeout, idempotent=True)
         return StoredMsg.from_response(resp["message"])
 
     def _direct_get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
-        data, hdrs = self._js._request_raw(self._js._api.direct_get(self.name), payload, timeout)
+        data, hdrs = self._js._jsapi.request_raw(self._js._api.direct_get(self.name), payload, timeout)
         hdrs = hdrs if hdrs is not None else Headers()
         status = hdrs.get("Status")
         if status:
@@ -123,7 +123,7 @@ class Stream:
         if not erase:
             payload["no_erase"] = True
         # A missing sequence comes back as 10043, mapped to MessageNotFoundError by errors.py.
-        self._js._request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
+        self._js._jsapi.request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
 
     # -- consumers on this stream ------------------------------------------------
 
