@@ -330,25 +330,30 @@ def test_stream_leader_step_down_loses_nothing_and_stores_nothing_twice(scenario
 
 
 @pytest.mark.timeout(90)
-def test_consumer_leader_step_down_absorbs_409_leadership_change(scenario, retries):
+def test_consumer_leader_step_down_is_absorbed_whether_the_pull_hears_409_or_503(scenario, retries):
     scenario.start()
 
-    def leadership_changes() -> int:
+    def election_warnings() -> list[BaseException]:
+        # What the server tells a pull about the step-down depends on timing: the pull waiting on the
+        # old leader gets 409 Leadership Change; a pull sent while no leader is elected gets 503 No
+        # Responders (seen on a loaded machine, with no 409 at all). Both must reach error_handler as
+        # warnings, and consume() must go on.
         with scenario.lock:
-            return sum(isinstance(e, jss.APIError) and "leadership change" in e.description.lower()
-                       for e in scenario.errors)
+            return [e for e in scenario.errors
+                    if (isinstance(e, jss.APIError) and "leadership change" in e.description.lower())
+                    or isinstance(e, jss.NoRespondersError)]
 
-    # A pull is waiting on the leader nearly all the time, so its step-down answers it with
-    # 409 Leadership Change; step down again in the rare case none was waiting.
-    for _ in range(3):
+    for _ in range(5):
+        wait_for(lambda: scenario.consumer.info().num_waiting > 0, timeout=20, what="a pull waiting on the leader")
         old = scenario.consumer_leader()
         resp = api(scenario.client, f"$JS.API.CONSUMER.LEADER.STEPDOWN.{scenario.name}.c")
         assert resp.get("success") is True, resp
         scenario.management_calls()
         wait_for(lambda: scenario.consumer_leader() not in (None, old), timeout=20, what="a new consumer leader")
-        if leadership_changes():
+        if election_warnings():
             break
-    assert leadership_changes() >= 1
+    assert election_warnings(), f"no 409 Leadership Change or 503 reached the pull; warnings: {scenario.errors!r}"
+    assert not scenario.handle.closed, f"consume() ended: {scenario.handle.error!r}"
     scenario.finish()
     scenario.check("consumer leader step-down", retries)
 
