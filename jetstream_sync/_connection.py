@@ -472,8 +472,9 @@ class Connection:
         return self._timeout
 
     def timeout_or_default(self, timeout: Any, name: str = "timeout") -> float | None:
-        """Resolve a ``timeout=`` argument: :data:`DEFAULT` (not given) means the client default."""
-        if timeout is DEFAULT:
+        """Resolve a ``timeout=`` argument: :data:`DEFAULT` (not given) means the client default; so does
+        ``...``, the default before there was a sentinel, which wrappers may still pass on."""
+        if timeout is DEFAULT or timeout is ...:
             return self._timeout
         return check_timeout(timeout, name)
 
@@ -642,6 +643,14 @@ class Connection:
     @property
     def name(self) -> str | None:
         return self._name
+
+    def __reduce__(self) -> Any:
+        # Messages, streams and handles hold the connection: pickling one says what to do instead.
+        raise TypeError(
+            "a jetstream_sync connection (held by every Client, Msg and handle) is a live socket and a thread "
+            "and cannot be pickled; pass the connection options (servers=..., credentials, ...) instead and "
+            "call jetstream_sync.connect() where it is used"
+        )
 
     @property
     def servers(self) -> list[str]:

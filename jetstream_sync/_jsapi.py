@@ -32,11 +32,12 @@ class JsApi:
         self._conn = conn
         self._prefix = prefix
         self._timeout = timeout
-        self._retry = retry
+        #: The policy of idempotent requests; the context's ``retry`` reads and sets it.
+        self.retry = retry
 
     def resolve_timeout(self, timeout: Timeout) -> float | None:
         """:data:`DEFAULT` (not given) means the context's default; None means no limit."""
-        return self._timeout if timeout is DEFAULT else self._conn.timeout_or_default(timeout)
+        return self._timeout if timeout is DEFAULT or timeout is ... else self._conn.timeout_or_default(timeout)
 
     def request(self, subject: str, payload: Mapping[str, Any] | None, timeout: Timeout = DEFAULT, *,
                 idempotent: bool) -> dict[str, Any]:
@@ -64,11 +65,11 @@ class JsApi:
                 raise self.timed_out(subject, t, attempt, idempotent) from exc
             return decode(reply.data)
 
-        return self._retry.call(once) if idempotent else once()
+        return self.retry.call(once) if idempotent else once()
 
     def timed_out(self, subject: str, timeout: float | None, attempt: int, retried: bool) -> errors.TimeoutError:
         """The TimeoutError of one attempt at ``subject``: what, on what, how long (and which attempt)."""
-        attempts = self._retry.attempts if retried else 1
+        attempts = self.retry.attempts if retried else 1
         return errors.TimeoutError.after(self._prefix.describe(subject), timeout,
                                          f"attempt {attempt} of {attempts}" if attempts > 1 else "")
 
@@ -134,7 +135,7 @@ class JsApi:
                     f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
             return data, hdrs
 
-        return self._retry.call(once)
+        return self.retry.call(once)
 
     def paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
         """Every item of a paged listing (``streams``, ``consumers``, ``*_names``), one request per page

@@ -41,6 +41,15 @@ from ._infos import (
 )
 from ._time import Seconds, Timestamp, format_time, nanos_to_seconds, parse_time, seconds_to_nanos, to_seconds
 
+# Pickles and reprs name the classes where users import them from, so a pickle written by this
+# version loads in one that still has the single config module (a Spark driver and its executors).
+for _cls in (AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, ExternalStream, Placement, RePublish,
+             ReplayPolicy, RetentionPolicy, StorageType, StoreCompression, StreamConfig, StreamConsumerLimits,
+             StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo, PeerInfo,
+             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState):
+    _cls.__module__ = __name__
+del _cls
+
 __all__ = [
     "APIStats",
     "AccountInfo",

@@ -73,15 +73,24 @@ class JetStream:
         self._conn = conn = client._conn
         self._api = ApiPrefix(domain, api_prefix)
         self._timeout = conn.default_timeout if timeout is None else conn.timeout_or_default(timeout)
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
+        self._jsapi = JsApi(conn, self._api, self._timeout, RetryPolicy())
         self.retry = retry if retry is not None else RetryPolicy()
-        self._jsapi = JsApi(conn, self._api, self._timeout, self.retry)
         self._publisher = Publisher.shared(conn, max_pending)
 
     @property
     def client(self) -> "Client":
         return self._client
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The :class:`RetryPolicy` of this context's idempotent requests (assignable). No I/O."""
+        return self._jsapi.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        if not isinstance(policy, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, got {type(policy).__name__}")
+        self._jsapi.retry = policy
 
     @property
     def domain(self) -> str | None:

@@ -460,7 +460,9 @@ class OrderedPull(ContinuousPull):
                     self.halt(exc)
                     return
                 except Exception as exc:  # timeouts, elections, a server on its way back
-                    self._sink(Warning_(exc if isinstance(exc, errors.JetStreamError)
+                    # Said as before the connection translated its errors: a warning about
+                    # recreating, not a bare timeout the caller could take for its own.
+                    self._sink(Warning_(exc if isinstance(exc, errors.PermissionViolationError)
                                         else errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
                     await asyncio.sleep(_RESET_RETRY)
                     continue

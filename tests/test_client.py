@@ -754,3 +754,22 @@ def test_acks_written_before_close_or_drain_have_reached_the_server(nats_server,
             msg.ack()
             getattr(other, how)()
         assert durable.info().num_ack_pending == 0, f"run {run}: the ack had not reached the server"
+
+
+def test_an_ellipsis_timeout_still_means_the_default(client):
+    # Wrappers written before the DEFAULT sentinel pass their own `timeout=...` through.
+    client.flush(timeout=...)
+    assert client.jetstream().account_info(timeout=...) is not None
+
+
+def test_pickling_a_message_says_to_pass_connection_options(client):
+    # A core request's reply is a Msg holding the connection; pickling it gets the same advice as a Client.
+    echo = client._conn.call(client._conn.subscribe_raw(
+        "jss.pickle.echo", lambda s, r, d, h: client._conn.write_now(b"PUB " + r + b" 2\r\nok\r\n")), 5.0)
+    try:
+        reply = client.request("jss.pickle.echo", b"hi", timeout=5)
+        assert reply.data == b"ok"
+        with pytest.raises(TypeError, match="cannot be pickled; pass the connection options"):
+            pickle.dumps(reply)
+    finally:
+        client._conn.call(client._conn.unsubscribe_raw(echo), 5.0)

@@ -35,7 +35,7 @@ PUBLIC_MEMBERS = {
     jss.JetStream: ["account_info", "client", "consumer", "consumer_info", "consumer_names", "consumers",
                     "create_consumer", "create_or_update_consumer", "create_or_update_stream", "create_stream",
                     "delete_consumer", "delete_stream", "domain", "ordered_consumer", "publish", "publish_async",
-                    "publish_async_complete", "publish_async_pending", "stream", "stream_info", "stream_names",
+                    "publish_async_complete", "publish_async_pending", "retry", "stream", "stream_info", "stream_names",
                     "streams", "timeout", "update_consumer", "update_stream"],
     jss.Stream: ["cached_info", "consumer", "consumer_names", "consumers", "create_consumer",
                  "create_or_update_consumer", "delete_consumer", "delete_msg", "get_last_msg", "get_msg", "info",

@@ -49,3 +49,22 @@ def test_no_retry_calls_once():
 def test_bad_policies_are_refused(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         jss.RetryPolicy(**kwargs)
+
+
+def test_a_policy_assigned_to_a_context_governs_its_api_requests(client):
+    # The context's request path reads the policy at each request, so assigning one after the
+    # context was made takes effect for lookups as it does for publish(msg_id=...).
+    js = client.jetstream()
+    calls = []
+
+    class Counting(jss.RetryPolicy):
+        def call(self, fn):
+            calls.append(1)
+            return super().call(fn)
+
+    js.retry = Counting(attempts=2)
+    with pytest.raises(jss.StreamNotFoundError):
+        js.stream_info("NO_SUCH_STREAM_FOR_RETRY")
+    assert calls == [1]
+    with pytest.raises(TypeError, match="retry must be a RetryPolicy"):
+        js.retry = 3
