@@ -161,8 +161,8 @@ class MessageStream:
         """Stop pulling; messages buffered and not yet returned are NAKed for prompt redelivery.
 
         Iteration then ends. Blocks for one round trip (at most the client's timeout) until the
-        server has read every ack, nak and term written so far, so a consumer's info read next
-        shows them; returns at once when disconnected or closed. Idempotent.
+        server has read every ack, nak and term written so far (the server's consumer applies them
+        from its own queue, at once in practice); returns at once when disconnected or closed. Idempotent.
         """
         self._stopping = True
         self._engine.stop_soon()
@@ -377,8 +377,8 @@ class ConsumeHandle:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the handle is fully closed (at most ``timeout`` s); return whether it is.
 
-        Fully closed includes the server having read the workers' acks (see :attr:`closed`),
-        so a consumer's info read next shows them.
+        Fully closed includes the server having read the workers' acks (see :attr:`closed`);
+        its consumer applies them from its own queue, so an info read next shows them at once in practice.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._closed.is_set():

@@ -472,4 +472,6 @@ def test_once_the_stream_ends_every_ack_has_reached_the_server_two_hundred_times
                 for _ in range(3):
                     msgs.next(timeout=5).ack()
         # stop() on leaving the block; the end of iteration after drain()
-        assert consumer.info().num_ack_pending == 0, f"run {run}: an ack had not reached the server"
+        # The server has read every ack (the client's PING/PONG); its consumer applies them from its own
+        # queue, so on a loaded machine info() may need a moment (seen once in 800 runs, two suites at once).
+        wait_for(lambda: consumer.info().num_ack_pending == 0, 2, what=f"run {run}: every ack applied")
