@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 import jetstream_sync as jss
+from conftest import wait_for
 from jetstream_sync.server import NatsServer, _free_ports
 from jetstream_sync.spark import derived_write_id
 from jetstream_sync.spark.datasource import (
@@ -380,7 +381,9 @@ def test_a_failing_read_task_and_a_starting_timestamp_lookup_leave_no_consumer(s
     js.stream(name).purge(sequence=15)  # the first partition's messages are gone: its task fails
     with pytest.raises(Exception, match="no longer stored"):
         planned.collect()
-    assert _consumer_count(js, name) == 0
+    # Spark reports the failed job before it has finished cancelling the other task, whose worker then
+    # closes its consumer: wait for that, well inside the 10 s inactive threshold kept as the backstop.
+    wait_for(lambda: _consumer_count(js, name) == 0, 5, what="every read task's consumer deleted")
     stamp = dt.datetime.now(dt.timezone.utc).isoformat()
     assert _reader(spark, nats_server, name, startingTimestamp=stamp).load().count() == 0
     assert _consumer_count(js, name) == 0
