@@ -503,16 +503,8 @@ class Connection:
                       headers: Mapping[str, str] | None = None) -> Reply:
         """(loop thread) A core request; the first reply. ``None`` waits without limit. Raises our
         errors, already translated (TimeoutError, NoRespondersError, PermissionViolationError, ...)."""
-        try:
-            m = await self._nc.request(subject, payload, timeout=timeout if timeout is not None else 1e9,
-                                       headers=dict(headers) if headers else None)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            mapped = translate(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
+        m = await _translated(self._nc.request(subject, payload, timeout=timeout if timeout is not None else 1e9,
+                                               headers=dict(headers) if headers else None))
         return Reply(m.subject, m.reply or "", m.data, m.headers or None)
 
     def write(self, cmd: bytes, owner: Any = None, token: Any = None) -> None:
@@ -658,22 +650,11 @@ class Connection:
         return self._servers
 
     def drain(self, timeout: Timeout = DEFAULT) -> None:
-        """Drain subscriptions and pending publishes, then close. Blocks until closed.
-
-        Every ack and publish written before the call has been read by the server (a
-        PING/PONG) before the subscriptions drain. Idempotent; raises nothing if already closed.
-        """
+        """``Client.drain``: read by the server, drain, close (blocks; idempotent)."""
         self._shutdown(drain=True, timeout=self.timeout_or_default(timeout))
 
     def close(self, timeout: Timeout = DEFAULT) -> None:
-        """Close the connection, stop the loop thread and join it. Blocks at most ``timeout``.
-
-        Writes already queued (acks, publishes) are flushed first and, while connected, read
-        by the server (a PING/PONG) before the connection closes. Every call
-        waiting on this client gets :class:`ClientClosedError`. Idempotent; a
-        no-op in a forked child (the connection belongs to the parent).
-        Raises ``RuntimeError`` if called on the loop thread.
-        """
+        """``Client.close``: flush, stop the loop thread and join it (blocks at most ``timeout``; idempotent)."""
         self._shutdown(drain=False, timeout=self.timeout_or_default(timeout))
 
     def _shutdown(self, drain: bool, timeout: float | None) -> None:
