@@ -1,19 +1,19 @@
 # The user's side of a consumer's delivery: MessageStream (a blocking iterator)
-# and ConsumeHandle (a bounded queue feeding worker threads), for any engine that
+# and ConsumeHandle (an engine feeding a _workers.WorkerPool), for any engine that
 # keeps the _engine contract (the pull engines today).
 #
 # Rule 1: the loop thread only ever put_nowait()s into our queues (the engine's
-#         sink); credit, returned through engine.taken(), keeps them within
-#         max_messages, so a put never fails and a slow handler stops delivery
-#         instead of growing memory. Nothing here imports an engine.
+#         sink); credit, returned through engine.taken() as each message is
+#         taken (the pool's on_take), keeps them within max_messages, so a put
+#         never fails and a slow handler stops delivery instead of growing
+#         memory. Nothing here imports an engine.
 # Rule 2: user code (handlers, error_handler) runs on worker threads only.
-# Rule 3: shutdown is a flag first, sentinels second, joins with a bound, and a
-#         thread never joins itself (a handler may call stop()/drain()).
+# Rule 3: nothing buffered is lost: a message no handler took is NAKed, and the
+#         handle closes only once the server has read every ack written.
 from __future__ import annotations
 
 import logging
 import queue
-import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -23,6 +23,7 @@ from . import errors
 from ._loop import WAKE_INTERVAL
 from .message import Msg
 from ._engine import Engine, EngineFactory, Terminal, Warning_
+from ._workers import WorkerPool
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -209,7 +210,7 @@ class ConsumeStats:
 class ConsumeHandle:
     """``consumer.consume(handler, workers=N)``: a running consume with its worker threads.
 
-    The loop thread puts pulled messages into a queue bounded by the pull credit;
+    The loop thread puts delivered messages into a queue bounded by the engine's credit;
     ``workers`` threads named ``jetstream-sync-worker-*`` call ``handler(msg)``.
     A handler that raises gets its message NAKed (unless it acked it) and
     the exception goes to ``error_handler``, which also receives warnings and
@@ -221,35 +222,29 @@ class ConsumeHandle:
                  error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory) -> None:
         self._handler = handler
         self._error_handler = error_handler
-        # Bounded by the pull credit, not by the queue: the loop never puts more
-        # than max_messages/max_bytes of messages in flight (the engine
-        # counts them until a worker takes one), and _put re-checks it. A
-        # SimpleQueue costs the loop a third of what queue.Queue's lock and
-        # notify cost per message, and put() can never block.
+        # Bounded by the engine's credit, not by the queue: the loop never puts more
+        # than max_messages/max_bytes of messages in flight (the engine counts them
+        # until a worker takes one: on_take), and _put re-checks it. A SimpleQueue
+        # costs the loop a third of what queue.Queue's lock and notify cost per
+        # message, and put() can never block.
         self._cap = opts.max_messages if opts.max_bytes is None else None
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._put)
-        self._lock = threading.Lock()
-        self._stopping = False     # stop(): NAK instead of handling
-        self._draining = False     # drain(): finish the buffer, then close
-        self._closed = threading.Event()
+        self._pool = WorkerPool(f"jetstream-sync-worker-{consumer.name}", workers, work=self._work,
+                                on_take=self._on_take, discard=self._discard, source_done=self._engine.halted,
+                                on_exit=self._on_exit)
+        self._submit = self._pool.submit
         self.error: BaseException | None = None
         self._handled = 0
         self._handler_errors = 0
         self._warnings = 0
-        self._in_handler = threading.local()
-        self._threads = [threading.Thread(target=self._work, name=f"jetstream-sync-worker-{consumer.name}-{i}",
-                                          daemon=True) for i in range(workers)]
-        self._alive = workers
         self._conn = consumer._conn
         self._conn.call(self._engine.start(), consumer.js.timeout)
-        for t in self._threads:
-            t.start()
+        self._pool.start()
 
     # -- loop thread -------------------------------------------------------
 
     def _put(self, item: Any) -> None:
-        if self._stopping and type(item) is Msg:  # stop() was called: hand it back at once
+        if self._pool.stopping and type(item) is Msg:  # stop() was called: hand it back at once
             self._engine.taken(item.size)
             _nak_quietly(item)
             return
@@ -259,65 +254,42 @@ class ConsumeHandle:
             _nak_quietly(item)
             log.error("jetstream_sync: consume buffer over max_messages; handed %s back", item.subject)
             return
-        self._q.put(item)
+        self._submit(item)
 
-    # -- worker threads ----------------------------------------------------
+    # -- worker threads (the pool's hooks) ---------------------------------
 
-    def _work(self) -> None:
-        get = self._q.get
-        engine = self._engine
-        try:
-            while True:
-                try:
-                    item = get(timeout=WAKE_INTERVAL)
-                except queue.Empty:
-                    if self._stopping or (self._draining and engine.halted.is_set() and self._q.empty()):
-                        return
-                    continue
-                if item is None:  # sentinel from stop()/drain()
-                    # Draining ends only once the pull has halted: until then a
-                    # message still on the wire may land in the queue.
-                    if self._stopping or (engine.halted.is_set() and self._q.empty()):
-                        return
-                    continue
-                if type(item) is Msg:
-                    engine.taken(item.size)
-                    if self._stopping:
-                        _nak_quietly(item)
-                        continue
-                    self._handle(item)
-                elif type(item) is Warning_:
-                    self._warnings += 1
-                    self._report(item.error)
-                else:  # Terminal: nothing more will arrive; finish what is buffered
-                    if item.error is not None:
-                        self.error = item.error
-                        self._report(item.error)
-                    self._draining = True
-                    self._wake_all()
-        finally:
-            with self._lock:
-                self._alive -= 1
-                last = self._alive == 0
-            if not last:
-                # A worker that took another's sentinel while the pull was still halting
-                # exits; wake one that may still wait, so it looks again (a chain: each
-                # leaving worker wakes the next) instead of relying on its get() timeout.
-                self._q.put(None)
-            if last:
-                self._engine.stop_soon()
-                self._release_leftovers()
-                # "closed" means the server has every ack/nak/term the workers wrote.
-                self._conn.confirm_writes()
-                self._closed.set()
+    def _on_take(self, item: Any) -> None:
+        if type(item) is Msg:
+            self._engine.taken(item.size)  # the one crossing back down: credit spent
 
-    def _release_leftovers(self) -> None:
-        """Last worker out: once the pull has halted nothing more arrives; NAK what nobody took."""
+    def _work(self, item: Any) -> None:
+        if type(item) is Msg:
+            self._handle(item)
+        elif type(item) is Warning_:
+            self._warnings += 1
+            self._report(item.error)
+        else:  # Terminal: nothing more will arrive; finish what is buffered
+            if item.error is not None:
+                self.error = item.error
+                self._report(item.error)
+            self._pool.drain()
+
+    def _discard(self, item: Any) -> None:
+        """After stop(): a message goes back to the server; warnings and the end are still reported."""
+        if type(item) is Msg:
+            _nak_quietly(item)
+        else:
+            self._work(item)
+
+    def _on_exit(self) -> None:
+        """Last worker out: once the engine has halted nothing more arrives; NAK what nobody took."""
+        self._engine.stop_soon()
         _wait_halted(self._engine)
-        _hand_back(self._q, self._engine)
+        self._pool.discard_queued()
+        # "closed" means the server has every ack/nak/term the workers wrote.
+        self._conn.confirm_writes()
 
     def _handle(self, msg: Msg) -> None:
-        self._in_handler.active = True
         try:
             self._handler(msg)
             self._handled += 1
@@ -325,8 +297,6 @@ class ConsumeHandle:
             self._handler_errors += 1
             _nak_quietly(msg)
             self._report(exc)
-        finally:
-            self._in_handler.active = False
 
     def _report(self, exc: BaseException) -> None:
         if self._error_handler is None:
@@ -340,10 +310,6 @@ class ConsumeHandle:
         except Exception:
             log.exception("jetstream_sync: error_handler raised")
 
-    def _wake_all(self) -> None:
-        for _ in self._threads:
-            self._q.put(None)
-
     # -- public ------------------------------------------------------------
 
     def stop(self) -> None:
@@ -354,25 +320,17 @@ class ConsumeHandle:
         from inside a handler or the error handler it returns at once and the
         handle closes when that handler returns. Idempotent.
         """
-        self._stopping = True
+        self._pool.stopping = True  # first: the loop hands back what still arrives
         self._engine.stop_soon()
-        _hand_back(self._q, self._engine)
-        self._wake_all()
-        me = threading.current_thread()
-        if me in self._threads:
-            return
-        for t in self._threads:
-            while t.is_alive():
-                t.join(WAKE_INTERVAL)
+        self._pool.stop()
 
     def drain(self) -> None:
         """Stop pulling and let the workers handle everything buffered; then the handle closes.
 
         Returns without waiting: use :meth:`wait`. Idempotent.
         """
-        self._draining = True
         self._engine.stop_soon()
-        self._wake_all()
+        self._pool.drain()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the handle is fully closed (at most ``timeout`` s); return whether it is.
@@ -381,18 +339,19 @@ class ConsumeHandle:
         its consumer applies them from its own queue, so an info read next shows them at once in practice.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._closed.is_set():
+        closed = self._pool.closed
+        while not closed.is_set():
             wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
             if wait <= 0:
                 return False
-            self._closed.wait(wait)
+            closed.wait(wait)
         return True
 
     @property
     def closed(self) -> bool:
         """True once every worker has exited, no pull is left and the server has read every
         ack, nak and term the workers wrote (one PING/PONG; skipped while disconnected)."""
-        return self._closed.is_set()
+        return self._pool.closed.is_set()
 
     @property
     def stats(self) -> ConsumeStats:
@@ -412,9 +371,9 @@ class ConsumeHandle:
 
         if self.error is not None:
             state = "error"
-        elif self._stopping or self._closed.is_set():
+        elif self._pool.stopping or self._pool.closed.is_set():
             state = "stopped"
-        elif self._draining:
+        elif self._pool.draining:
             state = "draining"
         else:
             state = "running"
@@ -425,5 +384,5 @@ class ConsumeHandle:
 
     def __exit__(self, *exc: Any) -> None:
         self.drain()
-        if threading.current_thread() not in self._threads:
+        if not self._pool.on_worker():
             self.wait()

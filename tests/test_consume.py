@@ -175,7 +175,7 @@ def test_a_slow_handler_keeps_the_buffer_within_max_messages_and_the_client_resp
 
     def sample():
         while not done.is_set():
-            samples.append((handle.stats.buffered, handle._q.qsize()))
+            samples.append((handle.stats.buffered, handle._pool.queued()))
             time.sleep(0.01)
 
     def ask_info():

@@ -1,0 +1,134 @@
+# _workers: the pool that runs consume() handlers. Plain threads, no server: what is taken is announced
+# before it is worked on, stop() discards instead of working and never joins itself, drain() waits for
+# the source to finish, the last worker out runs on_exit once. Its use with a real server is in
+# test_consume.py (slow handlers, stop/drain from a handler, nothing acked that was not handled).
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from jetstream_sync._workers import WorkerPool
+
+from conftest import wait_for
+
+
+class Recorder:
+    """The pool's hooks, writing down which thread saw what, in order."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, object, str]] = []
+        self.exits = 0
+        self.source_done = threading.Event()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def note(self, what: str, item: object) -> None:
+        with self.lock:
+            self.events.append((what, item, threading.current_thread().name))
+
+    def work(self, item: object) -> None:
+        self.note("work", item)
+        self.gate.wait(10)
+
+    def pool(self, workers: int = 2, **hooks) -> WorkerPool:
+        def on_exit() -> None:
+            with self.lock:
+                self.exits += 1
+
+        kw = dict(work=self.work, on_take=lambda i: self.note("take", i), discard=lambda i: self.note("discard", i),
+                  source_done=self.source_done, on_exit=on_exit)
+        kw.update(hooks)
+        return WorkerPool("test-pool", workers, **kw)
+
+    def of(self, what: str) -> list[object]:
+        with self.lock:
+            return [item for w, item, _ in self.events if w == what]
+
+
+@pytest.fixture
+def rec():
+    return Recorder()
+
+
+def test_each_item_is_announced_on_the_worker_that_takes_it_before_it_is_worked(rec):
+    pool = rec.pool(workers=2)
+    pool.start()
+    for i in range(50):
+        pool.submit(i)
+    wait_for(lambda: len(rec.of("work")) == 50, 10, what="50 items worked")
+    for i in range(50):
+        with rec.lock:
+            take = next(n for n, (w, item, _) in enumerate(rec.events) if w == "take" and item == i)
+            work = next(n for n, (w, item, _) in enumerate(rec.events) if w == "work" and item == i)
+            assert take < work and rec.events[take][2] == rec.events[work][2]
+    assert {t for _, _, t in rec.events} <= {"test-pool-0", "test-pool-1"}
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5) and rec.exits == 1
+
+
+def test_drain_works_off_what_arrives_until_the_source_is_done(rec):
+    pool = rec.pool(workers=3)
+    pool.start()
+    pool.submit("a")
+    pool.drain()
+    wait_for(lambda: rec.of("work") == ["a"], 5, what="a worked")
+    pool.submit("late")  # the source is still finishing: this must be worked too
+    wait_for(lambda: rec.of("work") == ["a", "late"], 5, what="late worked")
+    assert not pool.closed.is_set()
+    rec.source_done.set()
+    assert pool.closed.wait(5)
+    assert rec.exits == 1 and rec.of("discard") == []
+
+
+def test_stop_discards_what_is_queued_and_waits_for_the_item_in_hand(rec):
+    rec.gate.clear()
+    pool = rec.pool(workers=1)
+    pool.start()
+    for i in range(5):
+        pool.submit(i)
+    wait_for(lambda: rec.of("work") == [0], 5, what="the first item in hand")
+    stopper = threading.Thread(target=pool.stop)
+    stopper.start()
+    wait_for(lambda: rec.of("discard") == [1, 2, 3, 4], 5, what="the queue discarded")
+    assert stopper.is_alive()  # still waiting for the handler holding item 0
+    rec.gate.set()
+    stopper.join(5)
+    assert not stopper.is_alive() and pool.closed.is_set()
+    # Every discarded item was announced as taken first: credit is never lost.
+    assert rec.of("take") == [0, 1, 2, 3, 4] and rec.of("work") == [0] and rec.exits == 1
+
+
+def test_stop_from_inside_work_returns_and_the_pool_closes_after(rec):
+    stopped = threading.Event()
+
+    def work(item: object) -> None:
+        rec.note("work", item)
+        pool.stop()  # would deadlock if it joined its own thread
+        stopped.set()
+
+    pool = rec.pool(workers=2, work=work)
+    pool.start()
+    pool.submit("x")
+    pool.submit("y")
+    assert stopped.wait(5) and pool.closed.wait(5)
+    assert rec.exits == 1
+    worked, discarded = rec.of("work"), rec.of("discard")
+    assert sorted(worked + discarded) == ["x", "y"]  # each item either worked or discarded, once
+
+
+def test_the_last_worker_out_runs_on_exit_once_before_closed(rec):
+    seen_closed: list[bool] = []
+
+    def on_exit() -> None:
+        seen_closed.append(pool.closed.is_set())
+
+    pool = rec.pool(workers=4, on_exit=on_exit)
+    pool.start()
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
+    assert seen_closed == [False]
+    assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("test-pool-"))
