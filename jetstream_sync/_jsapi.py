@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from . import errors
@@ -22,6 +23,17 @@ if TYPE_CHECKING:
     from ._connection import Connection
 
 __all__ = ["JsApi"]
+
+log = logging.getLogger(__name__)
+
+
+def _not_enabled(subject: str) -> errors.JetStreamNotEnabledError:
+    return errors.JetStreamNotEnabledError(
+        f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
+
+
+def _body(payload: Mapping[str, Any] | None) -> bytes:
+    return b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
 
 
 class JsApi:
@@ -48,7 +60,7 @@ class JsApi:
         ``TimeoutError``, ``ClientClosedError``.
         """
         t = self.resolve_timeout(timeout)
-        body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        body = _body(payload)
         client = self._conn
         attempt = 0
 
@@ -57,15 +69,56 @@ class JsApi:
             attempt += 1
             try:
                 reply = client.call(client.request(subject, body, t), t)
-            except errors.NoRespondersError as exc:
-                raise errors.JetStreamNotEnabledError(
-                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong"
-                ) from exc
-            except errors.TimeoutError as exc:
-                raise self.timed_out(subject, t, attempt, idempotent) from exc
+            except (errors.NoRespondersError, errors.TimeoutError) as exc:
+                raise self._failed(exc, subject, t, attempt, idempotent) from exc
             return decode(reply.data)
 
         return self.retry.call(once) if idempotent else once()
+
+    async def request_async(self, subject: str, payload: Mapping[str, Any] | None, timeout: Timeout = DEFAULT, *,
+                            idempotent: bool) -> dict[str, Any]:
+        """(loop thread) :meth:`request` for code already on the loop: the same errors, timeouts and
+        retry policy, backing off with ``asyncio.sleep``. Never blocks the loop."""
+        t = self.resolve_timeout(timeout)
+        body = _body(payload)
+        client = self._conn
+        attempt = 0
+
+        async def once() -> dict[str, Any]:
+            nonlocal attempt
+            attempt += 1
+            try:
+                reply = await client.request(subject, body, t)
+            except (errors.NoRespondersError, errors.TimeoutError) as exc:
+                raise self._failed(exc, subject, t, attempt, idempotent) from exc
+            return decode(reply.data)
+
+        return await (self.retry.call_async(once) if idempotent else once())
+
+    def request_soon(self, subject: str, payload: Mapping[str, Any] | None, what: str) -> None:
+        """Send an idempotent request without waiting for it (any thread; never blocks). A failure is
+        logged at debug level as ``what``: for clean-ups the server also does by itself (an ephemeral
+        consumer's inactive threshold)."""
+
+        async def go() -> None:
+            try:
+                await self.request_async(subject, payload, idempotent=True)
+            except Exception as exc:  # noqa: BLE001 - best effort by contract
+                log.debug("jetstream_sync: %s failed: %r", what, exc)
+
+        lt = self._conn.loop_thread
+        try:
+            lt.call_soon(lambda: lt.spawn(go(), name="jetstream-sync-api-soon"))
+        except errors.ClientClosedError:
+            pass
+
+    def _failed(self, exc: BaseException, subject: str, timeout: float | None, attempt: int,
+                retried: bool) -> errors.JetStreamError:
+        """What one failed attempt at ``subject`` means: no responders on the API is JetStream being
+        off (or a wrong prefix); a timeout says what, on what, how long and which attempt."""
+        if isinstance(exc, errors.NoRespondersError):
+            return _not_enabled(subject)
+        return self.timed_out(subject, timeout, attempt, retried)
 
     def timed_out(self, subject: str, timeout: float | None, attempt: int, retried: bool) -> errors.TimeoutError:
         """The TimeoutError of one attempt at ``subject``: what, on what, how long (and which attempt)."""
@@ -84,7 +137,7 @@ class JsApi:
         ``TimeoutError``, ``ClientClosedError``.
         """
         t = self.resolve_timeout(timeout)
-        body = json.dumps(payload, separators=(",", ":")).encode()
+        body = _body(payload)
         client = self._conn
 
         async def go() -> tuple[bytes, bytes]:
@@ -131,8 +184,7 @@ class JsApi:
                 raise self.timed_out(subject, t, attempt, True) from exc
             hdrs = decode_headers(raw) if raw else None
             if hdrs is not None and hdrs.get("Status") == "503" and not data:
-                raise errors.JetStreamNotEnabledError(
-                    f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
+                raise _not_enabled(subject)
             return data, hdrs
 
         return self.retry.call(once)

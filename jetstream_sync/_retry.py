@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import attrs
 import tenacity
@@ -49,6 +49,16 @@ class RetryPolicy:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{attribute.name} must be a number of seconds >= 0, got {value!r}")
 
+    def _schedule(self) -> dict[str, Any]:
+        return dict(
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=tenacity.wait_exponential(multiplier=self.initial_backoff, max=self.max_backoff)
+            + tenacity.wait_random(0, self.initial_backoff),
+            retry=tenacity.retry_if_exception(_is_retriable),
+            reraise=True,
+            before_sleep=_log_retry,
+        )
+
     def call(self, fn: Callable[[], T]) -> T:
         """Call ``fn`` until it succeeds, raises a non-retriable error, or attempts run out.
 
@@ -57,15 +67,14 @@ class RetryPolicy:
         """
         if self.attempts == 1:
             return fn()
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.attempts),
-            wait=tenacity.wait_exponential(multiplier=self.initial_backoff, max=self.max_backoff)
-            + tenacity.wait_random(0, self.initial_backoff),
-            retry=tenacity.retry_if_exception(_is_retriable),
-            reraise=True,
-            before_sleep=_log_retry,
-        )
-        return retrying(fn)
+        return tenacity.Retrying(**self._schedule())(fn)
+
+    async def call_async(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """(loop thread) :meth:`call` for a coroutine function: backs off with ``asyncio.sleep``,
+        so the loop keeps serving everything else meanwhile."""
+        if self.attempts == 1:
+            return await fn()
+        return await tenacity.AsyncRetrying(**self._schedule())(fn)
 
 
 def _log_retry(state: tenacity.RetryCallState) -> None:

@@ -9,11 +9,13 @@
 #         heartbeat, the consumer's deletion, or a reconnect; never by the user.
 # Rule 3: one read at a time (fetch, next, messages or consume): a second one
 #         is a clear error, since two readers would split the ordered stream.
+# Rule 4: by composition: messages()/consume() run an OrderedPull that holds a
+#         pull.ContinuousPull and is its ResetHook; creates and deletes go through
+#         the context's JsApi and its retry policy, like every API request.
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import secrets
 import threading
@@ -23,12 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 import attrs
 
 from . import errors
-from .api import decode
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, validate_stream_name
 from .consume import ConsumeHandle, MessageStream
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .message import Msg
-from ._engine import Warning_
+from ._engine import Sink, Terminal, Warning_
 from .pull import ContinuousPull, MessageBatch, consume_options
 
 if TYPE_CHECKING:
@@ -127,13 +128,12 @@ class OrderedConsumer:
                                opt_start_time=None)
         return cfg
 
-    def _create_request(self, after: int | None = None) -> tuple[str, bytes, str]:
+    def _create_request(self, after: int | None = None) -> tuple[str, dict[str, Any], str]:
+        """(subject, payload, name) of the request that creates the next server-side consumer."""
         cfg = self._next_config(after)
-        api = self._js._api
         filt = cfg.filter_subject if not cfg.filter_subjects else None
-        body = json.dumps({"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"},
-                          separators=(",", ":")).encode()
-        return api.consumer_create(self.stream_name, cfg.name, filt), body, cfg.name  # type: ignore[arg-type]
+        payload = {"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"}
+        return self._js._api.consumer_create(self.stream_name, cfg.name, filt), payload, cfg.name  # type: ignore[arg-type]
 
     # -- one reader at a time ---------------------------------------------
 
@@ -174,11 +174,17 @@ class OrderedConsumer:
             self._needs_reset = False
             self._dseq = 0
             if old is not None:
-                _delete_quietly(self._conn, self._js._api.consumer_delete(self.stream_name, old.name))
+                self._delete_soon(old.name)
         return self._current
 
     def _mark_reset(self) -> None:
         self._needs_reset = True
+
+    def _delete_soon(self, name: str) -> None:
+        """Ask the server to delete an incarnation without waiting (any thread; never blocks); the
+        inactive threshold is the backstop."""
+        self._js._jsapi.request_soon(self._js._api.consumer_delete(self.stream_name, name), None,
+                                     f"deleting ordered consumer {name!r}")
 
     # -- fetch / next ------------------------------------------------------
 
@@ -280,7 +286,7 @@ class OrderedConsumer:
         if cur is None:
             return
         if not wait:
-            _delete_quietly(self._conn, self._js._api.consumer_delete(self.stream_name, cur.name))
+            self._delete_soon(cur.name)
             return
         try:
             self._js.delete_consumer(self.stream_name, cur.name)
@@ -298,21 +304,6 @@ class OrderedConsumer:
 
     def __repr__(self) -> str:
         return f"<OrderedConsumer {self.stream_name!r} cursor={self.cursor}>"
-
-
-def _delete_quietly(conn: "Connection", subject: str) -> None:
-    """Ask the server to delete a consumer without waiting (any thread); the inactive threshold is the backstop."""
-
-    async def go() -> None:
-        try:
-            await conn.request(subject, b"", 5)
-        except Exception:
-            pass
-
-    try:
-        conn.loop_thread.call_soon(lambda: conn.loop_thread.spawn(go(), name="jetstream-sync-ordered-delete"))
-    except errors.ClientClosedError:
-        pass
 
 
 class _OrderedMessageStream(MessageStream):
@@ -391,12 +382,8 @@ class OrderedBatch:
     def stop(self) -> None:
         """Abandon the batch. Messages the server sent and we did not yield are gone from this
         incarnation (AckNone), so the next read recreates the consumer after the cursor."""
-        if not self._done:
-            pull = self._batch._pull
-            # More may still come unless the pull ended or already got its whole batch.
-            open_ = not pull._ended and pull.received < pull._opts.batch
-            if open_ or pull.received > self._yielded:
-                self._oc._mark_reset()
+        if not self._done and self._batch.unread:
+            self._oc._mark_reset()
         self._batch.stop()
         self._finish()
 
@@ -407,132 +394,116 @@ class OrderedBatch:
         self.stop()
 
 
-class OrderedPull(ContinuousPull):
-    """The continuous pull of an ordered consumer: resets instead of failing (loop thread)."""
+class OrderedPull:
+    """The engine of an ordered ``messages()``/``consume()`` (loop thread): a ``ContinuousPull`` it
+    holds, moved to a new server-side consumer after the cursor whenever the old one is out of step
+    or lost (its :class:`~jetstream_sync.pull.ResetHook`). The credit counts live in the pull and
+    survive every reset, so what readers take is counted whichever consumer delivered it."""
 
-    def __init__(self, oc: OrderedConsumer, opts: Any, sink: Any) -> None:
-        super().__init__(oc, opts, sink)  # type: ignore[arg-type]
+    def __init__(self, oc: OrderedConsumer, opts: Any, sink: Sink) -> None:
         self._oc = oc
-        self._dseq = 0
-        self._recv = oc.cursor  # last stream sequence received (buffered or handed over)
+        self._sink = sink
+        self._jsapi = oc.js._jsapi
+        self._pull = ContinuousPull(oc, opts, self._deliver, hook=self)  # type: ignore[arg-type]
+        self.halted = self._pull.halted
+        self.taken = self._pull.taken
+        self.buffered = self._pull.buffered
+        self._name = ""          # the current server-side consumer ("" before the first)
+        self._dseq = 0           # last consumer sequence received from it
+        self._recv = oc.cursor   # last stream sequence received (buffered or handed over)
         self._resetting = False
+
+    @property
+    def pulls(self) -> int:
+        return self._pull.pulls
+
+    @property
+    def received(self) -> int:
+        return self._pull.received
 
     async def start(self) -> None:
         oc = self._oc
         if oc._current is not None:  # a fetch left its incarnation behind: this pull makes its own
-            _delete_quietly(self._conn, oc.js._api.consumer_delete(oc.stream_name, oc._current.name))
+            oc._delete_soon(oc._current.name)
             oc._current = None
         oc._mark_reset()
-        self._conn.add_listener(self)
-        self._heartbeat.seen()
+        self._pull.attach()
         await self._reset("start")
-        self._arm_heartbeat()
-
-    async def _reset(self, reason: str) -> None:
-        """Recreate the server-side consumer after the cursor and pull afresh (loop thread)."""
-        if self._resetting or self._stopped:
-            return
-        self._resetting = True
-        client = self._conn
-        try:
-            old_sub, old_name = self._sub, self._consumer_name()
-            if old_sub is not None:
-                client.mute(old_sub)
-                await client.unsubscribe_raw(old_sub)
-                self._sub = None
-                _delete_quietly(client, self._oc.js._api.consumer_delete(self._oc.stream_name, old_name))
-            with self._lock:
-                self._pending_msgs = 0
-                self._pending_bytes = 0
-            self._dseq = 0
-            while not self._stopped:
-                subject, body, name = self._oc._create_request(self._recv)
-                try:
-                    reply = await client.request(subject, body, self._oc.js.timeout)
-                    decode(reply.data)
-                except errors.APIError as exc:
-                    if exc.retriable:  # 503: JetStream busy electing a leader
-                        self._sink(Warning_(exc))
-                        await asyncio.sleep(_RESET_RETRY)
-                        continue
-                    # The stream is gone, or the server refuses this config for good.
-                    self._resetting = False
-                    self.halt(exc)
-                    return
-                except Exception as exc:  # timeouts, elections, a server on its way back
-                    # Said as before the connection translated its errors: a warning about
-                    # recreating, not a bare timeout the caller could take for its own.
-                    self._sink(Warning_(exc if isinstance(exc, errors.PermissionViolationError)
-                                        else errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
-                    await asyncio.sleep(_RESET_RETRY)
-                    continue
-                self._name = name
-                break
-            if self._stopped:
-                return
-            self._inbox = client.new_inbox()
-            self._subject = self._oc.js._api.msg_next(self._oc.stream_name, self._name)
-            self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
-            self._heartbeat.seen()
-        finally:
-            self._resetting = False
-        self._check()
-
-    def _consumer_name(self) -> str:
-        return getattr(self, "_name", "")
-
-    def _reset_soon(self, reason: str) -> None:
-        if not self._resetting and not self._stopped:
-            self._conn.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
-
-    def _check(self) -> None:
-        if self._resetting or self._sub is None:
-            return
-        super()._check()
-
-    def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        if self._stopped or self._resetting:
-            return
-        if reply:
-            seqs = _wire_sequences(reply)
-            if seqs is not None:
-                if seqs[1] != self._dseq + 1:
-                    self._reset_soon("gap")
-                    return
-                self._dseq = seqs[1]
-                self._recv = seqs[0]
-        super()._on_msg(subject, reply, data, raw_headers)
-
-    def _on_status(self, status: str, hdrs: Any) -> None:
-        if status == "503":  # nobody serves this consumer's pulls: it is gone
-            self._reset_soon("no responders")
-            return
-        super()._on_status(status, hdrs)
-
-    def _watching(self) -> bool:
-        return not self._paused and not self._resetting
-
-    def _missed_heartbeat(self) -> None:
-        self._sink(Warning_(errors.NoHeartbeatError(
-            f"{self._oc._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s; recreating it")))
-        self._reset_soon("heartbeat")
-
-    def halt(self, err: BaseException | None) -> None:
-        if isinstance(err, errors.ConsumerDeletedError) and not self._stopped:
-            self._reset_soon("deleted")
-            return
-        if not self._stopped:
-            name = self._consumer_name()
-            if name:
-                _delete_quietly(self._conn, self._oc.js._api.consumer_delete(self._oc.stream_name, name))
-            self._oc._leave()
-        super().halt(err)
-
-    def on_reconnected(self) -> None:
-        self._paused = False
-        self._heartbeat.seen()
-        self._reset_soon("reconnect")
 
     def stop_soon(self) -> None:
         self._oc._release_soon()
-        super().stop_soon()
+        self._pull.stop_soon()
+
+    # -- the reset hook (loop thread) ---------------------------------------
+
+    def admit(self, reply: bytes) -> bool:
+        if self._resetting:
+            return False  # from the consumer being replaced
+        seqs = _wire_sequences(reply) if reply else None
+        if seqs is not None:
+            if seqs[1] != self._dseq + 1:
+                self._reset_soon("gap")
+                return False
+            self._dseq, self._recv = seqs[1], seqs[0]
+        return True
+
+    def lost(self, reason: str, error: BaseException | None) -> bool:
+        if reason == "heartbeat":
+            self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
+        self._reset_soon(reason)
+        return True
+
+    def _deliver(self, item: Any) -> None:
+        """The pull's sink: the end of the pull is the end of this ordered read."""
+        if type(item) is Terminal:
+            if self._name:
+                self._oc._delete_soon(self._name)
+            self._oc._leave()
+        self._sink(item)
+
+    # -- resets (loop thread) ------------------------------------------------
+
+    def _reset_soon(self, reason: str) -> None:
+        if not self._resetting and not self.halted.is_set():
+            self._oc._conn.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
+
+    async def _reset(self, reason: str) -> None:
+        """Move the pull to a new server-side consumer starting after the last stream sequence received."""
+        if self._resetting or self.halted.is_set():
+            return
+        self._resetting = True
+        try:
+            await self._pull.suspend()
+            if self._name:
+                self._oc._delete_soon(self._name)
+            self._dseq = 0
+            name = await self._create()
+            if name is None:
+                return
+            self._name = name
+            await self._pull.retarget(name)
+        finally:
+            self._resetting = False
+
+    async def _create(self) -> str | None:
+        """Create the next consumer through the API request path, its retry policy first; past that,
+        a transient failure is a warning and the next try follows after a pause, for as long as the
+        read runs (an ordered consumer heals by itself). None once the read has ended."""
+        while not self.halted.is_set():
+            subject, payload, name = self._oc._create_request(self._recv)
+            try:
+                await self._jsapi.request_async(subject, payload, idempotent=True)
+                return name
+            except errors.APIError as exc:
+                if not exc.retriable:  # the stream is gone, or the server refuses this config for good
+                    self._pull.halt(exc)
+                    return None
+                self._sink(Warning_(exc))  # 503: JetStream busy electing a leader
+            except errors.PermissionViolationError as exc:
+                self._sink(Warning_(exc))
+            except Exception as exc:  # timeouts, a server on its way back
+                # Said as a warning about recreating, not a bare timeout the caller could take for its own.
+                self._sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
+            await asyncio.sleep(_RESET_RETRY)
+        return None
+

@@ -17,7 +17,7 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import attrs
 
@@ -34,8 +34,8 @@ from .message import Msg
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
-           "fetch_options"]
+__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "ResetHook",
+           "consume_options", "fetch_options"]
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +262,13 @@ class MessageBatch:
             self.error = err
             raise err
 
+    @property
+    def unread(self) -> bool:
+        """True while the pull may hold messages not yet read: more may still arrive, or some
+        arrived and were not iterated. No I/O; read on any thread (a stale answer errs to True)."""
+        pull = self._pull
+        return (not pull._ended and pull.received < pull._opts.batch) or pull.received > self.received
+
     def stop(self) -> None:
         """Abandon the pull: the inbox is unsubscribed; messages not yet read are redelivered by the server."""
         if self._pull._ended:
@@ -352,6 +359,17 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
 RETRY_PULL_DELAY = 1.0
 
 
+class ResetHook(Protocol):
+    """What a ``ContinuousPull`` asks the owner that may move it to a new consumer (loop thread)."""
+
+    def admit(self, reply: bytes) -> bool:
+        """A message arrived with ack subject ``reply``: False drops it uncounted (out of step)."""
+
+    def lost(self, reason: str, error: BaseException | None) -> bool:
+        """The consumer may be gone or out of step (``reason``: "heartbeat", "no responders",
+        "deleted", "reconnect"): True means the hook recovers and the pull does nothing more."""
+
+
 class ContinuousPull:
     """The ADR-37 continuous pull on one inbox (loop thread), with credit counted until handed over.
 
@@ -363,10 +381,16 @@ class ContinuousPull:
     ``sink(item)`` is called on the loop thread for each Msg, ``Warning_`` and
     the final ``Terminal``; it must not block. User threads call
     ``taken(size)`` for each message they take out of the buffer.
+
+    A ``hook`` (:class:`ResetHook`, the ordered consumer's) may take over when the
+    consumer looks lost or out of step; it moves the pull to a new consumer with
+    :meth:`suspend` and :meth:`retarget`, and the credit counts carry over.
     """
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink) -> None:
+    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink,
+                 hook: "ResetHook | None" = None) -> None:
         self._consumer = consumer
+        self._hook = hook
         self._conn = consumer._conn
         self._opts = opts
         self._sink = sink
@@ -392,15 +416,41 @@ class ContinuousPull:
     # -- loop thread -------------------------------------------------------
 
     async def start(self) -> None:
+        """Subscribe an inbox and send the first pull request to the handle's consumer."""
+        self.attach()
+        await self.retarget(self._consumer.name)
+
+    def attach(self) -> None:
+        """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
+        :meth:`retarget` names a consumer."""
+        self._conn.add_listener(self)
+        self._paused = not self._conn.is_connected
+        self._heartbeat.seen()
+        self._arm_heartbeat()
+
+    async def retarget(self, name: str) -> None:
+        """Pull from consumer ``name`` (of the same stream) on a fresh inbox, starting now."""
         client = self._conn
         self._inbox = client.new_inbox()
-        self._subject = self._consumer.js._api.msg_next(self._consumer.stream_name, self._consumer.name)
+        self._subject = self._consumer.js._api.msg_next(self._consumer.stream_name, name)
         self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
-        client.add_listener(self)
-        self._paused = not client.is_connected
+        if self._stopped:  # halted while subscribing
+            await client.unsubscribe_raw(self._sub)
+            return
         self._heartbeat.seen()
         self._check()
-        self._arm_heartbeat()
+
+    async def suspend(self) -> None:
+        """Stop pulling from the current consumer: its inbox is muted (what is still on the wire is
+        dropped) and unsubscribed, and the credit in flight forgotten. Messages already delivered
+        keep their credit until taken. The heartbeat alarm sleeps until :meth:`retarget`."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            self._conn.mute(sub)
+            await self._conn.unsubscribe_raw(sub)
+        with self._lock:
+            self._pending_msgs = 0
+            self._pending_bytes = 0
 
     def _request(self, batch: int, max_bytes: int | None) -> None:
         opts = self._opts
@@ -411,7 +461,7 @@ class ContinuousPull:
 
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
-        if self._stopped or self._paused or self._retry_timer is not None:
+        if self._stopped or self._paused or self._retry_timer is not None or self._sub is None:
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
         opts = self._opts
         with self._lock:
@@ -458,14 +508,17 @@ class ContinuousPull:
         self._arm_heartbeat()
 
     def _watching(self) -> bool:
-        """Whether silence now means a missed heartbeat (not while disconnected)."""
-        return not self._paused
+        """Whether silence now means a missed heartbeat (not while disconnected or suspended)."""
+        return not self._paused and self._sub is not None
 
     def _missed_heartbeat(self) -> None:
         # The server (or the pull) is gone without a word: report it, forget
         # the credit that will never arrive and pull afresh.
-        self._sink(Warning_(errors.NoHeartbeatError(
-            f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")))
+        err = errors.NoHeartbeatError(
+            f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+        if self._hook is not None and self._hook.lost("heartbeat", err):
+            return
+        self._sink(Warning_(err))
         with self._lock:
             self._pending_msgs = 0
             self._pending_bytes = 0
@@ -480,6 +533,8 @@ class ContinuousPull:
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)
+            return
+        if self._hook is not None and not self._hook.admit(reply):
             return
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         opts = self._opts
@@ -503,6 +558,9 @@ class ContinuousPull:
         kind, err = classify_status(status, hdrs.get("Description", ""))
         if kind in _IDLE:
             return
+        if (isinstance(err, errors.NoRespondersError) and self._hook is not None
+                and self._hook.lost("no responders", err)):
+            return  # nobody serves this consumer's pulls: it is gone
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
             with self._lock:
@@ -546,6 +604,9 @@ class ContinuousPull:
         """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
         if self._stopped:
             return
+        if (isinstance(err, errors.ConsumerDeletedError) and self._hook is not None
+                and self._hook.lost("deleted", err)):
+            return
         self._stopped = True
         for timer in (self._hb_timer, self._retry_timer):
             if timer is not None:
@@ -568,6 +629,8 @@ class ContinuousPull:
         # asking whether the consumer still exists.
         self._paused = False
         self._heartbeat.seen()
+        if self._hook is not None and self._hook.lost("reconnect", None):
+            return
         with self._lock:
             self._pending_msgs = 0
             self._pending_bytes = 0

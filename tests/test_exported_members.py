@@ -43,7 +43,7 @@ PUBLIC_MEMBERS = {
     jss.Consumer: ["cached_info", "client", "consume", "delete", "fetch", "fetch_no_wait", "info", "js", "messages",
                    "next"],
     jss.OrderedConsumer: ["client", "close", "consume", "fetch", "fetch_no_wait", "js", "messages", "next"],
-    jss.MessageBatch: ["stop"],
+    jss.MessageBatch: ["stop", "unread"],
     jss.MessageStream: ["drain", "next", "stop"],
     jss.ConsumeHandle: ["closed", "drain", "stats", "stop", "wait"],
     jss.Msg: ["ack", "acked", "data", "double_ack", "headers", "in_progress", "metadata", "nak", "reply", "size",

@@ -385,6 +385,32 @@ def test_a_healed_reset_leaves_a_single_consumer_on_the_server(js, stream, subj)
     assert len(names) == 1 and names != [first]
 
 
+@pytest.mark.timeout(30)
+def test_the_contexts_retry_policy_governs_each_recreation_of_a_running_read(js, stream, subj):
+    # messages()/consume() recreate their consumer on the loop thread through the same request path
+    # as every API call: the policy assigned to the context is the one applied there too.
+    requests: list[int] = []
+
+    class Counting(jss.RetryPolicy):
+        async def call_async(self, fn):
+            requests.append(1)
+            return await super().call_async(fn)
+
+    js.retry = Counting(attempts=2)
+    publish(js, f"{subj}.a", 2)
+    oc = js.ordered_consumer(stream.name)
+    with oc.messages(max_messages=2, expires=2.0) as msgs:
+        assert read_stream(msgs, 2) == [1, 2]
+        assert len(requests) == 1  # the create at the start
+        (first,) = server_consumers(js, stream.name)
+        js.delete_consumer(stream.name, first)
+        publish(js, f"{subj}.a", 2, start=2)
+        assert read_stream(msgs, 2) == [3, 4]
+        assert len(requests) == 3  # the reset: delete the old one (sent first), create the next
+    wait_for(lambda: server_consumers(js, stream.name) == [], 5, what="the last consumer deleted")
+    assert len(requests) == 4  # and the delete when the read stopped
+
+
 # --- recovery ----------------------------------------------------------------------------------
 
 

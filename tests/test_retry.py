@@ -1,4 +1,6 @@
 # RetryPolicy retries only retriable errors, a bounded number of times.
+import asyncio
+
 import pytest
 
 import jetstream_sync as jss
@@ -41,6 +43,37 @@ def test_no_retry_calls_once():
     fn, calls = _flaky(1, jss.TimeoutError("slow"))
     with pytest.raises(jss.TimeoutError):
         NO_RETRY.call(fn)
+    assert len(calls) == 1
+
+
+def _flaky_async(failures, exc):
+    fn, calls = _flaky(failures, exc)
+
+    async def afn():
+        return fn()
+
+    return afn, calls
+
+
+def test_on_the_loop_retriable_errors_are_retried_the_same_way():
+    afn, calls = _flaky_async(2, jss.TimeoutError("slow"))
+    policy = jss.RetryPolicy(attempts=3, initial_backoff=0, max_backoff=0)
+    assert asyncio.run(policy.call_async(afn)) == "ok"
+    assert len(calls) == 3
+    afn, calls = _flaky_async(5, jss.NoRespondersError("election"))
+    with pytest.raises(jss.NoRespondersError):
+        asyncio.run(jss.RetryPolicy(attempts=2, initial_backoff=0, max_backoff=0).call_async(afn))
+    assert len(calls) == 2
+
+
+def test_on_the_loop_non_retriable_errors_and_no_retry_call_once():
+    afn, calls = _flaky_async(1, jss.StreamNotFoundError(404, 10059, "nope"))
+    with pytest.raises(jss.StreamNotFoundError):
+        asyncio.run(jss.RetryPolicy(attempts=5, initial_backoff=0).call_async(afn))
+    assert len(calls) == 1
+    afn, calls = _flaky_async(1, jss.TimeoutError("slow"))
+    with pytest.raises(jss.TimeoutError):
+        asyncio.run(NO_RETRY.call_async(afn))
     assert len(calls) == 1
 
 
