@@ -615,6 +615,12 @@ class Connection:
             nc._pending_data_size = 0
         await nc.flush(timeout=int(timeout) + 1)
 
+    async def round_trip(self, timeout: float) -> None:
+        """(loop thread) One PING/PONG: once it returns, the server has read everything written
+        before and every message it sent before its PONG has been handed to its handler.
+        Raises TimeoutError, ClientClosedError (translated)."""
+        await _translated(self._read_by_server(timeout))
+
     def confirm_writes(self, timeout: float | None = None) -> bool:
         """Block until the server has read every ack and publish written so far; True once it has.
 

@@ -80,6 +80,8 @@ class Engine(Protocol):
     pulls: int
     #: Messages delivered to the sink so far.
     received: int
+    #: At most this many messages are delivered and not yet taken (None: bounded in bytes instead).
+    limit: int | None
 
     async def start(self) -> None:
         """(loop thread) Subscribe and start delivery. Raises what the connection raises."""

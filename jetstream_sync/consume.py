@@ -29,9 +29,19 @@ if TYPE_CHECKING:
     from .consumer import Consumer
     from .pull import ConsumeOptions
 
-__all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream"]
+__all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream", "check_handlers"]
 
 log = logging.getLogger(__name__)
+
+
+def check_handlers(handler: Any, error_handler: Any, workers: Any = 1) -> None:
+    """The rules every ``consume()``/``subscribe()`` applies to its callbacks and worker count."""
+    if not callable(handler):
+        raise TypeError(f"handler must be callable, got {handler!r}")
+    if error_handler is not None and not callable(error_handler):
+        raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
 
 
 def _nak_quietly(msg: Msg) -> None:
@@ -222,13 +232,13 @@ class ConsumeHandle:
                  error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory) -> None:
         self._handler = handler
         self._error_handler = error_handler
-        # Bounded by the engine's credit, not by the queue: the loop never puts more
-        # than max_messages/max_bytes of messages in flight (the engine counts them
-        # until a worker takes one: on_take), and _put re-checks it. A SimpleQueue
-        # costs the loop a third of what queue.Queue's lock and notify cost per
-        # message, and put() can never block.
-        self._cap = opts.max_messages if opts.max_bytes is None else None
+        # Bounded by the engine, not by the queue: the loop never puts more than the
+        # engine's limit (messages or bytes) in flight (the engine counts them until a
+        # worker takes one: on_take), and _put re-checks it. A SimpleQueue costs the
+        # loop a third of what queue.Queue's lock and notify cost per message, and
+        # put() can never block.
         self._engine = engine(consumer, opts, self._put)
+        self._cap = self._engine.limit
         self._pool = WorkerPool(f"jetstream-sync-worker-{consumer.name}", workers, work=self._work,
                                 on_take=self._on_take, discard=self._discard, source_done=self._engine.halted,
                                 on_exit=self._on_exit)
@@ -252,7 +262,7 @@ class ConsumeHandle:
             # Cannot happen while the credit accounting holds; never grow past the bound.
             self._engine.taken(item.size)
             _nak_quietly(item)
-            log.error("jetstream_sync: consume buffer over max_messages; handed %s back", item.subject)
+            log.error("jetstream_sync: consume buffer over its limit; handed %s back", item.subject)
             return
         self._submit(item)
 

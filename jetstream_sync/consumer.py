@@ -11,60 +11,26 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
-from ._protocol import DEFAULT, Timeout
+from ._handle import ConsumerHandle
 from .config import ConsumerInfo
 from .message import Msg
-from .consume import ConsumeHandle, MessageStream
+from .consume import ConsumeHandle, MessageStream, check_handlers
 from .pull import ContinuousPull, MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
-    from ._connection import Connection
-    from .client import Client
     from .jetstream import JetStream
 
 __all__ = ["Consumer"]
 
 
-class Consumer:
-    """A handle on one consumer. Thread-safe; calls block as each one documents."""
+class Consumer(ConsumerHandle):
+    """A handle on one pull consumer. Thread-safe; calls block as each one documents."""
 
     def __init__(self, js: "JetStream", info: ConsumerInfo) -> None:
-        self._js = js
-        self._info = info
-        self.name: str = info.name
-        self.stream_name: str = info.stream_name
-        #: How errors name this consumer: ``consumer 'C' of stream 'S'``.
-        self._label = f"consumer {self.name!r} of stream {self.stream_name!r}"
+        super().__init__(js, info)
         self._next_inbox: NextInbox | None = None
         self._next_lock = threading.Lock()
         self._next_opts: dict[float, Any] = {}
-
-    @property
-    def js(self) -> "JetStream":
-        return self._js
-
-    @property
-    def client(self) -> "Client":
-        return self._js.client
-
-    @property
-    def _conn(self) -> "Connection":
-        return self._js._conn
-
-    @property
-    def cached_info(self) -> ConsumerInfo:
-        """The info from the last server round trip. No I/O."""
-        return self._info
-
-    def info(self, *, timeout: Timeout = DEFAULT) -> ConsumerInfo:
-        """Fetch fresh info from the server (retried) and cache it. Raises ``ConsumerNotFoundError``."""
-        info = self._js.consumer_info(self.stream_name, self.name, timeout=timeout)
-        self._info = info
-        return info
-
-    def delete(self, *, timeout: Timeout = DEFAULT) -> None:
-        """Delete this consumer on the server. Raises ``ConsumerNotFoundError``."""
-        self._js.delete_consumer(self.stream_name, self.name, timeout=timeout)
 
     def fetch(self, max_messages: int | None = None, *, max_bytes: int | None = None, expires: float = 30.0,
               idle_heartbeat: float | None = None, timeout: float | None = None) -> MessageBatch:
@@ -154,12 +120,7 @@ class Consumer:
         exceptions (the message is NAKed unless acked), warnings and the
         terminal error, on a worker thread. Blocks only to start.
         """
-        if not callable(handler):
-            raise TypeError(f"handler must be callable, got {handler!r}")
-        if error_handler is not None and not callable(error_handler):
-            raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        check_handlers(handler, error_handler, workers)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         return ConsumeHandle(self, opts, handler, workers, error_handler, engine=ContinuousPull)
 

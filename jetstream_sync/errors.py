@@ -21,6 +21,12 @@ The tree::
     │   ├── StreamWrongLastSequenceError    10071  (expected_last_seq / _subject_seq failed)
     │   └── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
     ├── ConsumerDeletedError            409 Consumer Deleted while pulling (terminal)
+    ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
+    ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
+    ├── DuplicateSubscriptionError      the push consumer already has a subscriber and no deliver group
+    ├── NoStreamForSubjectError         no stream (or more than one) captures the subject
+    ├── SlowConsumerError               a push buffer was full: messages dropped (a warning)
+    ├── MessageGapError                 the consumer sequence jumped (a warning)
     ├── NoHeartbeatError                2 x idle_heartbeat without a word (a warning)
     ├── TimeoutError                    also a builtins.TimeoutError
     ├── NoRespondersError               nobody listens on the subject
@@ -50,21 +56,27 @@ __all__ = [
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
+    "ConsumerTypeError",
+    "DuplicateSubscriptionError",
     "JetStreamError",
     "JetStreamNotEnabledError",
     "JetStreamNotEnabledForAccountError",
     "MessageAlreadyAckedError",
+    "MessageGapError",
     "MessageNotFoundError",
     "NoHeartbeatError",
     "NoRespondersError",
     "NoServersError",
+    "NoStreamForSubjectError",
     "NotConnectedError",
     "PermissionViolationError",
+    "SlowConsumerError",
     "StreamNameInUseError",
     "StreamNotFoundError",
     "StreamWrongLastMsgIdError",
     "StreamWrongLastSequenceError",
     "StreamWrongStreamError",
+    "SubscriptionConfigError",
     "TimeoutError",
     "api_error_from",
 ]
@@ -188,6 +200,52 @@ def api_error_from(error: Mapping[str, Any]) -> APIError:
 
 class ConsumerDeletedError(JetStreamError):
     """The consumer was deleted while a pull was waiting on it (409 Consumer Deleted). Terminal."""
+
+
+class ConsumerTypeError(JetStreamError):
+    """A pull call on a push consumer (one with a ``deliver_subject``), or a push call on a pull consumer.
+
+    The message names the consumer and what it is.
+    """
+
+
+class SubscriptionConfigError(JetStreamError):
+    """``subscribe()``/``pull_subscribe()`` options contradict each other (a queue with heartbeats or flow
+    control) or the existing consumer (filter, deliver group, a differing field). Raised before anything is
+    sent where the options alone decide; the message names the field and both values."""
+
+
+class DuplicateSubscriptionError(JetStreamError):
+    """The push consumer already has an active subscriber and no deliver group to share it with."""
+
+
+class NoStreamForSubjectError(JetStreamError):
+    """No stream captures the subject, or more than one does (give ``stream=``). ``subject`` names it."""
+
+    def __init__(self, message: str, subject: str | None = None) -> None:
+        super().__init__(message)
+        self.subject = subject
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.subject))
+
+
+class SlowConsumerError(JetStreamError):
+    """A push subscription's buffer was full, so messages were dropped (counted in ``dropped``). A warning:
+    with explicit acks the server redelivers them after ``ack_wait``."""
+
+
+class MessageGapError(JetStreamError):
+    """The consumer sequence of a push delivery jumped: messages in between were lost on the way. A warning
+    with the two sequences as ``last`` and ``received``."""
+
+    def __init__(self, message: str, last: int = 0, received: int = 0) -> None:
+        super().__init__(message)
+        self.last = last
+        self.received = received
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.last, self.received))
 
 
 class NoHeartbeatError(JetStreamError):

@@ -23,6 +23,7 @@ from ._jsapi import JsApi
 from .api import ApiPrefix
 from .consumer import Consumer
 from .ordered import OrderedConsumer
+from .push_consumer import PushConsumer
 from .stream import Stream
 from .config import (
     AccountInfo,
@@ -182,23 +183,30 @@ class JetStream:
     # -- consumers -----------------------------------------------------------
 
     def _upsert_consumer(self, stream: str, config: Any, fields: Mapping[str, Any], action: str | None,
-                         timeout: Any) -> "Consumer":
+                         timeout: Any, push: bool = False) -> ConsumerInfo:
         validate_stream_name(stream, "stream")
         cfg = config_from(ConsumerConfig, config, fields)
+        if push and not cfg.deliver_subject:
+            raise ValueError("deliver_subject: a push consumer needs the subject the server delivers to "
+                             "(for a pull consumer use create_consumer)")
+        if not push and cfg.deliver_subject:
+            raise ValueError(f"deliver_subject={cfg.deliver_subject!r} makes a push consumer: use "
+                             f"create_push_consumer (or leave deliver_subject out for a pull consumer)")
         if cfg.ack_policy is None:
             # As nats.go's jetstream package: explicit acks unless asked otherwise
             # (the server alone would default to none, making ack() a no-op).
             cfg = attrs.evolve(cfg, ack_policy=AckPolicy.EXPLICIT)
         name = cfg.name or cfg.durable_name
         if action == "update" and not name:
-            raise ValueError("name: update_consumer needs the consumer's name (or durable_name)")
+            raise ValueError(f"name: {'update_push_consumer' if push else 'update_consumer'} needs the "
+                             f"consumer's name (or durable_name)")
         filter_subject = cfg.filter_subject if not cfg.filter_subjects else None
         payload: dict[str, Any] = {"stream_name": stream, "config": cfg.to_request()}
         if action:
             payload["action"] = action
         resp = self._jsapi.request(self._api.consumer_create(stream, name, filter_subject), payload, timeout,
-                            idempotent=False)
-        return self._consumer_handle(ConsumerInfo.from_response(resp))
+                                   idempotent=False)
+        return ConsumerInfo.from_response(resp)
 
     def create_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
                         timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
@@ -211,24 +219,61 @@ class JetStream:
         Raises ``ConsumerExistsError`` when one of that name exists with another
         configuration, ``StreamNotFoundError``.
         """
-        return self._upsert_consumer(stream, config, fields, "create", timeout)
+        return self._consumer_handle(self._upsert_consumer(stream, config, fields, "create", timeout))
 
     def update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
                         timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """Update an existing consumer; return its handle. Raises ``ConsumerNotFoundError``."""
-        return self._upsert_consumer(stream, config, fields, "update", timeout)
+        return self._consumer_handle(self._upsert_consumer(stream, config, fields, "update", timeout))
 
     def create_or_update_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
                                   timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """Create the consumer, or update it if it exists; return its handle."""
-        return self._upsert_consumer(stream, config, fields, None, timeout)
+        return self._consumer_handle(self._upsert_consumer(stream, config, fields, None, timeout))
 
     def consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> "Consumer":
         """Look a consumer up (one CONSUMER.INFO request) and return its handle.
 
-        Raises ``ConsumerNotFoundError``, ``StreamNotFoundError``.
+        Raises ``ConsumerTypeError`` when it is a push consumer, ``ConsumerNotFoundError``,
+        ``StreamNotFoundError``.
         """
         return self._consumer_handle(self.consumer_info(stream, name, timeout=timeout))
+
+    def create_push_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                             timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """Create a push consumer on ``stream`` (``deliver_subject`` required); return its handle.
+
+        ``deliver_group`` makes its readers a queue group; ``flow_control`` (needs ``idle_heartbeat``)
+        lets a slow reader pause the server. ``ack_policy`` defaults to explicit. One request, not
+        retried. Raises ValueError naming ``deliver_subject`` when it is missing (nothing sent),
+        ``ConsumerExistsError``, ``StreamNotFoundError``, ``APIError`` for a config the server refuses.
+        """
+        return self._push_handle(self._upsert_consumer(stream, config, fields, "create", timeout, push=True))
+
+    def update_push_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                             timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """Update an existing push consumer; return its handle. Raises ``ConsumerNotFoundError``."""
+        return self._push_handle(self._upsert_consumer(stream, config, fields, "update", timeout, push=True))
+
+    def create_or_update_push_consumer(self, stream: str,
+                                       config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                                       timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """Create the push consumer, or update it if it exists; return its handle."""
+        return self._push_handle(self._upsert_consumer(stream, config, fields, None, timeout, push=True))
+
+    def push_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> "PushConsumer":
+        """Look a push consumer up (one CONSUMER.INFO request, retried) and return its handle.
+
+        Raises ``ConsumerTypeError`` when it is a pull consumer, ``ConsumerNotFoundError``,
+        ``StreamNotFoundError``.
+        """
+        return self._push_handle(self.consumer_info(stream, name, timeout=timeout))
+
+    def _push_handle(self, info: ConsumerInfo) -> "PushConsumer":
+        if info.config is None or not info.config.deliver_subject:
+            raise errors.ConsumerTypeError(f"consumer {info.name!r} of stream {info.stream_name!r} is a pull "
+                                           f"consumer (no deliver_subject): use consumer()")
+        return PushConsumer(self, info)
 
     def consumer_info(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerInfo:
         """Return a consumer's info (one request, retried)."""
@@ -254,6 +299,10 @@ class JetStream:
         return self._jsapi.paged(self._api.consumer_names(stream), "consumers", None, timeout, str)
 
     def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
+        if info.config is not None and info.config.deliver_subject:
+            raise errors.ConsumerTypeError(
+                f"consumer {info.name!r} of stream {info.stream_name!r} is a push consumer (deliver_subject "
+                f"{info.config.deliver_subject!r}): use push_consumer()")
         return Consumer(self, info)
 
     def ordered_consumer(self, stream: str, config: ConsumerConfig | Mapping[str, Any] | None = None,

@@ -26,7 +26,7 @@ import attrs
 
 from . import errors
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, validate_stream_name
-from .consume import ConsumeHandle, MessageStream
+from .consume import ConsumeHandle, MessageStream, check_handlers
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .message import Msg
 from ._engine import Sink, Terminal, Warning_
@@ -255,10 +255,7 @@ class OrderedConsumer:
                 idle_heartbeat: float | None = None, threshold_messages: int | None = None,
                 threshold_bytes: int | None = None) -> ConsumeHandle:
         """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself."""
-        if not callable(handler):
-            raise TypeError(f"handler must be callable, got {handler!r}")
-        if error_handler is not None and not callable(error_handler):
-            raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
+        check_handlers(handler, error_handler)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("consume")
 
@@ -408,6 +405,7 @@ class OrderedPull:
         self.halted = self._pull.halted
         self.taken = self._pull.taken
         self.buffered = self._pull.buffered
+        self.limit = self._pull.limit
         self._name = ""          # the current server-side consumer ("" before the first)
         self._dseq = 0           # last consumer sequence received from it
         self._recv = oc.cursor   # last stream sequence received (buffered or handed over)

@@ -412,6 +412,7 @@ class ContinuousPull:
         self._hb_timer: asyncio.TimerHandle | None = None
         self._retry_timer: asyncio.TimerHandle | None = None
         self.halted = threading.Event()  # set once no message can be delivered any more
+        self.limit = opts.max_messages if opts.max_bytes is None else None
 
     # -- loop thread -------------------------------------------------------
 

@@ -16,6 +16,7 @@ from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_t
 
 if TYPE_CHECKING:
     from .consumer import Consumer
+    from .push_consumer import PushConsumer
     from .jetstream import JetStream
 
 __all__ = ["Stream"]
@@ -141,6 +142,25 @@ class Stream:
                                   timeout: Timeout = DEFAULT, **fields: Any) -> "Consumer":
         """See ``JetStream.create_or_update_consumer``."""
         return self._js.create_or_update_consumer(self.name, config, timeout=timeout, **fields)
+
+    def create_push_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                             timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """See ``JetStream.create_push_consumer``."""
+        return self._js.create_push_consumer(self.name, config, timeout=timeout, **fields)
+
+    def update_push_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                             timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """See ``JetStream.update_push_consumer``."""
+        return self._js.update_push_consumer(self.name, config, timeout=timeout, **fields)
+
+    def create_or_update_push_consumer(self, config: ConsumerConfig | Mapping[str, Any] | None = None, *,
+                                       timeout: Timeout = DEFAULT, **fields: Any) -> "PushConsumer":
+        """See ``JetStream.create_or_update_push_consumer``."""
+        return self._js.create_or_update_push_consumer(self.name, config, timeout=timeout, **fields)
+
+    def push_consumer(self, name: str, *, timeout: Timeout = DEFAULT) -> "PushConsumer":
+        """See ``JetStream.push_consumer``."""
+        return self._js.push_consumer(self.name, name, timeout=timeout)
 
     def consumer(self, name: str, *, timeout: Timeout = DEFAULT) -> "Consumer":
         """See ``JetStream.consumer``."""

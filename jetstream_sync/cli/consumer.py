@@ -133,8 +133,18 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
+    """A pull consumer's handle; a push consumer is a ``ConsumerTypeError`` naming it (exit 1)."""
+    return _looked_up(lambda: js.consumer(stream, name), stream, name)
+
+
+def _info(js: jss.JetStream, stream: str, name: str) -> jss.ConsumerInfo:
+    """Either kind's info."""
+    return _looked_up(lambda: js.consumer_info(stream, name), stream, name)
+
+
+def _looked_up(lookup: Any, stream: str, name: str) -> Any:
     try:
-        return js.consumer(stream, name)
+        return lookup()
     except jss.StreamNotFoundError:
         raise NotFound(f"stream {stream!r} not found") from None
     except jss.ConsumerNotFoundError:
@@ -175,7 +185,8 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer add STREAM [NAME] [flags]``: create a consumer; prints its info."""
     cfg = build_config(args)
     try:
-        consumer = session.js().create_consumer(args.stream, cfg)
+        js = session.js()
+        consumer = (js.create_push_consumer if cfg.deliver_subject else js.create_consumer)(args.stream, cfg)
     except jss.StreamNotFoundError:
         raise NotFound(f"stream {args.stream!r} not found") from None
     if out.json:
@@ -270,7 +281,7 @@ def show_info(out: Output, info: jss.ConsumerInfo) -> None:
 
 def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer info STREAM NAME``: config and progress (``--json``: the ConsumerInfo)."""
-    info = _consumer(session.js(), args.stream, args.consumer).cached_info
+    info = _info(session.js(), args.stream, args.consumer)
     if out.json:
         out.emit(info.to_dict())
     else:

@@ -1,0 +1,305 @@
+# The push engine (ADR-15 "Automatic management"): the server delivers a push consumer's messages to
+# its deliver subject; this engine subscribes there (in the deliver group, if any), keeps the
+# idle-heartbeat alarm, detects gaps in the consumer sequence, answers flow control when the
+# reader reaches the request (so a slow handler pauses the server), and bounds the local buffer.
+#
+# Rule 1: the raw handler runs on the loop thread, never blocks and never runs user code: messages
+#         go to the reader's sink; status messages are never delivered, counted or handed over.
+# Rule 2: a flow-control request is answered once a reader has taken every message delivered before
+#         it; a ``Nats-Consumer-Stalled`` heartbeat is answered at once; no subject is answered twice.
+# Rule 3: a full buffer drops (core NATS semantics), counts each drop and says so once per episode;
+#         nothing is dropped silently. Wind-down stops interest first (UNSUB, then a round trip), so
+#         everything the server sent before reaches the reader.
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from . import errors
+from ._engine import HeartbeatWatch, Sink, Terminal, Warning_
+from ._protocol import (
+    ACK_CONSUMER_SEQ, NAK, Status, ack_command, check_count, classify_status, parse_ack_subject,
+    pub_command, spelled, status_of,
+)
+from .message import Msg
+
+if TYPE_CHECKING:
+    from .config import ConsumerConfig
+
+__all__ = ["PushEngine", "PushOptions", "push_options"]
+
+log = logging.getLogger(__name__)
+
+#: Default bound of a push buffer, as nats-py's subscriptions.
+DEFAULT_PENDING_MSGS = 65536
+DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
+#: How long wind-down waits for the server's PONG before ending anyway.
+_WIND_DOWN_WAIT = 2.0
+
+
+@attrs.frozen(kw_only=True)
+class PushOptions:
+    """A validated push delivery: where it comes from and how much may wait locally."""
+
+    deliver_subject: str
+    deliver_group: str | None
+    idle_heartbeat: float | None
+    flow_control: bool
+    pending_msgs_limit: int
+    pending_bytes_limit: int
+    #: Report consumer-sequence gaps (off for queue subscriptions: members see parts of the sequence).
+    gap_check: bool
+
+
+def push_options(config: "ConsumerConfig", pending_msgs_limit: Any = DEFAULT_PENDING_MSGS,
+                 pending_bytes_limit: Any = DEFAULT_PENDING_BYTES, deliver_subject: str | None = None) -> PushOptions:
+    """The delivery of a push consumer with ``config`` (its own heartbeat, flow control and group).
+    Raises ValueError naming a bad limit, or ``ConsumerTypeError`` when the config has no deliver subject."""
+    msgs = check_count(pending_msgs_limit, "pending_msgs_limit")
+    size = check_count(pending_bytes_limit, "pending_bytes_limit")
+    subject = deliver_subject or config.deliver_subject
+    if not subject:
+        raise errors.ConsumerTypeError(f"consumer {config.name or config.durable_name!r} is a pull consumer "
+                                       f"(no deliver_subject)")
+    return PushOptions(deliver_subject=subject, deliver_group=config.deliver_group or None,
+                       idle_heartbeat=config.idle_heartbeat or None, flow_control=bool(config.flow_control),
+                       pending_msgs_limit=DEFAULT_PENDING_MSGS if msgs is None else msgs,
+                       pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size,
+                       gap_check=not config.deliver_group)
+
+
+class PushEngine:
+    """Delivery of one push consumer to one reader (loop thread), keeping the ``_engine`` contract.
+
+    ``sink(item)`` gets each Msg, each ``Warning_`` (missed heartbeat, gap, slow consumer) and one
+    final ``Terminal``; readers call ``taken(size)`` for each message they take out of their buffer.
+    Counters: ``received`` (JetStream messages delivered to the sink), ``dropped`` (messages a full
+    buffer refused), ``pulls`` (always 0).
+    """
+
+    pulls = 0
+
+    def __init__(self, consumer: Any, opts: PushOptions, sink: Sink) -> None:
+        self._consumer = consumer
+        self._conn = consumer._conn
+        self._opts = opts
+        self._sink = sink
+        self.limit: int | None = opts.pending_msgs_limit
+        self._lock = threading.Lock()   # the counters below and the flow-control queue
+        self._buffered_msgs = 0
+        self._buffered_bytes = 0
+        self._taken = 0                 # messages readers took, ever
+        self._fc: collections.deque[tuple[int, str]] = collections.deque()  # (received before it, reply)
+        self._last_fc = ""
+        self.received = 0
+        self.dropped = 0
+        self._overflowing = False
+        self._dseq = 0                  # last consumer sequence seen (kept across reconnects)
+        self._sub: Any = None
+        self._stopped = False
+        self._winding = False
+        self._paused = False
+        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
+        self._hb_timer: Any = None
+        self.halted = threading.Event()
+
+    # -- loop thread ---------------------------------------------------------
+
+    async def start(self) -> None:
+        conn = self._conn
+        conn.add_listener(self)
+        try:
+            self._sub = await conn.subscribe_raw(self._opts.deliver_subject, self._on_msg,
+                                                 queue=self._opts.deliver_group or "")
+        except BaseException:
+            conn.remove_listener(self)
+            raise
+        self._paused = not conn.is_connected
+        self._heartbeat.seen()
+        if self._opts.idle_heartbeat:
+            self._arm_heartbeat()
+
+    def _arm_heartbeat(self) -> None:
+        if not self._stopped:
+            self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
+
+    def _on_heartbeat_timer(self) -> None:
+        if self._stopped:
+            return
+        if not self._paused and self._heartbeat.missed(time.monotonic()):
+            self._sink(Warning_(errors.NoHeartbeatError(
+                f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")))
+        self._arm_heartbeat()
+
+    def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        if self._stopped:
+            if reply.startswith(b"$JS.ACK."):  # arrived after the end: hand it back at once
+                self._write(ack_command(reply, NAK))
+            return
+        self._heartbeat.seen()
+        status = status_of(raw_headers, data) if raw_headers and not data else None
+        if status is not None:
+            self._on_status(reply, *status)
+            return
+        is_js = reply.startswith(b"$JS.ACK.")
+        if is_js:  # first: a message dropped below still arrived, so it is no gap
+            self._check_sequence(reply)
+        size = len(subject) + len(reply) + len(raw_headers) + len(data)
+        opts = self._opts
+        with self._lock:
+            full = (self._buffered_msgs >= opts.pending_msgs_limit
+                    or self._buffered_bytes + size > opts.pending_bytes_limit)
+            if full:
+                self.dropped += 1
+            else:
+                self._buffered_msgs += 1
+                self._buffered_bytes += size
+        if full:
+            if not self._overflowing:
+                self._overflowing = True
+                self._sink(Warning_(errors.SlowConsumerError(
+                    f"{self._consumer._label}: buffer full ({opts.pending_msgs_limit} messages or "
+                    f"{opts.pending_bytes_limit} bytes waiting): dropping messages; "
+                    f"{'they are redelivered after ack_wait' if reply else 'they are lost'}")))
+            return
+        self._overflowing = False
+        if is_js:
+            self.received += 1
+        self._sink(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+
+    def _check_sequence(self, reply: bytes) -> None:
+        try:
+            dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+        except ValueError:
+            return
+        last, self._dseq = self._dseq, dseq
+        if self._opts.gap_check and last and dseq > last + 1:
+            self._sink(Warning_(errors.MessageGapError(
+                f"{self._consumer._label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
+
+    def _on_status(self, reply: bytes, code: str, hdrs: Any) -> None:
+        kind, err = classify_status(code, hdrs.get("Description", ""))
+        if kind is Status.FLOW_CONTROL:
+            if reply:
+                self._flow_control(reply.decode())
+            return
+        if kind is Status.HEARTBEAT:
+            stalled = hdrs.get("Nats-Consumer-Stalled")
+            if stalled:
+                self._answer(stalled)  # the server is stuck waiting for this answer: at once
+            last = hdrs.get("Nats-Last-Consumer")
+            if self._opts.gap_check and last and last.isdigit() and self._dseq and int(last) > self._dseq:
+                seen, self._dseq = self._dseq, int(last)
+                self._sink(Warning_(errors.MessageGapError(
+                    f"{self._consumer._label}: the server delivered up to consumer sequence {last}, "
+                    f"the last received was {seen}", seen, int(last))))
+            return
+        # Push consumers get no pull statuses; whatever comes is reported, never swallowed.
+        self._sink(Warning_(err if err is not None else errors.JetStreamError(f"status {code}")))
+
+    def _flow_control(self, reply: str) -> None:
+        with self._lock:
+            if self._taken >= self.received:
+                due = True  # everything before it was already taken
+            else:
+                due = False
+                self._fc.append((self.received, reply))
+        if due:
+            self._answer(reply)
+
+    def _answer(self, reply: str) -> None:
+        if reply == self._last_fc or self._stopped:
+            return
+        self._last_fc = reply
+        self._write(pub_command(reply, "", b"", b""))
+
+    def _answer_due(self) -> None:
+        with self._lock:
+            due = []
+            while self._fc and self._taken >= self._fc[0][0]:
+                due.append(self._fc.popleft()[1])
+        for reply in due:
+            self._answer(reply)
+
+    def _write(self, cmd: bytes) -> None:
+        try:
+            self._conn.write_now(cmd)
+        except errors.JetStreamError as exc:  # disconnected: the server asks again, or redelivers
+            log.debug("jetstream_sync: push control write not sent: %s", exc)
+
+    async def _wind_down(self) -> None:
+        """Stop interest first (UNSUB, then a round trip), so every message the server sent before
+        reaches the reader; then end."""
+        if self._winding or self._stopped:
+            return
+        self._winding = True
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            await self._conn.unsubscribe_raw(sub, linger=_WIND_DOWN_WAIT + 1.0)
+            try:
+                await self._conn.round_trip(_WIND_DOWN_WAIT)
+            except errors.JetStreamError as exc:
+                log.debug("jetstream_sync: push wind-down without a round trip: %s", exc)
+        self.halt(None)
+
+    def halt(self, err: BaseException | None) -> None:
+        """End delivery for good (loop thread): unsubscribe, cancel the alarm, send ``Terminal``. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._hb_timer is not None:
+            self._hb_timer.cancel()
+        self._conn.remove_listener(self)
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(sub, linger=2.0), name="jetstream-sync-unsub")
+        self.halted.set()
+        self._sink(Terminal(err))
+
+    # connection events (loop thread)
+    def on_disconnected(self) -> None:
+        self._paused = True
+
+    def on_reconnected(self) -> None:
+        self._paused = False
+        self._heartbeat.seen()  # nats-py subscribed again; deliveries resume
+
+    def on_closed(self) -> None:
+        self.halt(errors.ClientClosedError("the client was closed"))
+
+    def on_permission_denied(self, subject: str, error: BaseException) -> None:
+        if subject == self._opts.deliver_subject.lower():
+            self.halt(spelled(error, self._opts.deliver_subject))
+
+    # -- any thread ------------------------------------------------------------
+
+    def taken(self, size: int) -> None:
+        """A reader took one message out of its buffer: free its room; answer flow control it reached."""
+        with self._lock:
+            self._buffered_msgs -= 1
+            self._buffered_bytes -= size
+            self._taken += 1
+            due = bool(self._fc) and self._taken >= self._fc[0][0]
+        if due:
+            try:
+                self._conn.loop_thread.call_soon(self._answer_due)
+            except errors.ClientClosedError:
+                pass
+
+    def buffered(self) -> int:
+        """Messages delivered and not yet taken (no I/O)."""
+        return self._buffered_msgs
+
+    def stop_soon(self) -> None:
+        """Stop interest and end once the server's messages sent before are in (any thread). Never blocks."""
+        lt = self._conn.loop_thread
+        try:
+            lt.call_soon(lambda: lt.spawn(self._wind_down(), name="jetstream-sync-push-wind-down"))
+        except errors.ClientClosedError:
+            self.halted.set()
+

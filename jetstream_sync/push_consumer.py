@@ -1,0 +1,64 @@
+# The PushConsumer handle (SPEC section 9, as nats.go's PushConsumer): a consumer with a deliver
+# subject, read with consume() or messages(). It has no fetch/next: the server pushes.
+#
+# Rule 1: argument rules are applied here, before anything is sent; delivery itself is push.py's
+#         engine, read by the same readers (consume.py) as a pull consumer.
+# Rule 2: a handle holds no server resources; ``cached_info`` is what the last round trip said.
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ._handle import ConsumerHandle
+from .consume import ConsumeHandle, MessageStream, check_handlers
+from .message import Msg
+from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
+
+__all__ = ["PushConsumer"]
+
+
+class PushConsumer(ConsumerHandle):
+    """A handle on one push consumer (it has a ``deliver_subject``). Thread-safe.
+
+    Get one with ``js.create_push_consumer(...)`` or ``js.push_consumer(stream, name)``. Read it with
+    :meth:`consume` (worker threads) or :meth:`messages` (a blocking iterator); a ``deliver_group`` in
+    its config makes the subscription a queue subscription in that group, so several readers (threads
+    or processes) share the messages, each delivered to one of them.
+    """
+
+    _kind = "push consumer"
+
+    @property
+    def deliver_subject(self) -> str:
+        """Where the server delivers this consumer's messages (from the cached info). No I/O."""
+        return self._info.config.deliver_subject  # type: ignore[union-attr,return-value]
+
+    def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
+                error_handler: Callable[[BaseException], Any] | None = None,
+                pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
+                pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> ConsumeHandle:
+        """Subscribe to the deliver subject; ``workers`` threads call ``handler(msg)``. Return the handle.
+
+        Blocks only to subscribe (at most the context's timeout). Messages wait in a buffer of at most
+        ``pending_msgs_limit`` messages and ``pending_bytes_limit`` bytes: with flow control on the
+        consumer a slow handler pauses the server; without it a full buffer drops messages, counts them
+        and reports ``SlowConsumerError`` (explicit-ack messages are redelivered after ``ack_wait``).
+        ``error_handler(exc)`` receives handler exceptions (the message is NAKed unless acked), warnings
+        (missed heartbeats, gaps, slow consumer) and the terminal error, on a worker thread.
+        ``workers=1`` keeps stream order. Raises ValueError/TypeError for bad arguments (nothing sent).
+        """
+        check_handlers(handler, error_handler, workers)
+        opts = push_options(self._info.config, pending_msgs_limit, pending_bytes_limit)  # type: ignore[arg-type]
+        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=PushEngine)  # type: ignore[arg-type]
+
+    def messages(self, *, pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
+                 pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> MessageStream:
+        """Subscribe to the deliver subject and return a blocking :class:`MessageStream` over it.
+
+        Blocks only to subscribe. The buffer rules are those of :meth:`consume`; flow control is
+        answered as your thread takes the messages before it. Raises ValueError/TypeError (nothing sent).
+        """
+        opts = push_options(self._info.config, pending_msgs_limit, pending_bytes_limit)  # type: ignore[arg-type]
+        return MessageStream(self, opts, engine=PushEngine)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<PushConsumer {self.stream_name!r}/{self.name!r}>"

@@ -1,0 +1,315 @@
+# Push consumers (SPEC section 9) against a real nats-server: the handles, consume() and messages() on
+# the push engine, deliver groups, back pressure (flow control, a full buffer), the heartbeat alarm
+# and gap detection, and the rule that pull calls and push calls do not mix.
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+import jetstream_sync as jss
+
+from conftest import assert_sends_nothing, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def name():
+    return "PU" + uuid.uuid4().hex[:10].upper()
+
+
+@pytest.fixture
+def subj(name):
+    return name.lower()
+
+
+@pytest.fixture
+def stream(js, name, subj):
+    return js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
+
+
+def publish(js, subject, n, size=0):
+    futures = [js.publish_async(subject, (f"m{i}".encode() + b"x" * size)) for i in range(n)]
+    js.publish_async_complete(timeout=30.0)
+    return [f.result().seq for f in futures]
+
+
+class Recorder:
+    """What handlers and error handlers saw, thread-safe."""
+
+    def __init__(self, ack: bool = True) -> None:
+        self.lock = threading.Lock()
+        self.seqs: list[int] = []
+        self.errors: list[BaseException] = []
+        self.threads: set[str] = set()
+        self.ack = ack
+
+    def handler(self, msg: jss.Msg) -> None:
+        with self.lock:
+            self.seqs.append(msg.metadata.sequence.stream)
+            self.threads.add(threading.current_thread().name)
+        if self.ack:
+            msg.ack()
+
+    def on_error(self, exc: BaseException) -> None:
+        with self.lock:
+            self.errors.append(exc)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.seqs)
+
+    def of(self, cls: type) -> list[BaseException]:
+        with self.lock:
+            return [e for e in self.errors if isinstance(e, cls)]
+
+
+# --- handles -------------------------------------------------------------------------------------
+
+
+def test_a_push_consumer_needs_a_deliver_subject_and_nothing_is_sent_without_one(js, stream, api_spy):
+    assert_sends_nothing(api_spy, js, lambda: js.create_push_consumer(stream.name, durable_name="p"),
+                         ValueError, "deliver_subject")
+    assert_sends_nothing(api_spy, js, lambda: stream.create_push_consumer(durable_name="p"),
+                         ValueError, "deliver_subject")
+
+
+def test_a_deliver_subject_on_a_pull_call_is_refused_before_anything_is_sent(js, stream, api_spy):
+    assert_sends_nothing(api_spy, js, lambda: js.create_consumer(stream.name, durable_name="p",
+                                                                 deliver_subject="x.y"),
+                         ValueError, "create_push_consumer")
+
+
+def test_pull_calls_on_a_push_consumer_and_push_calls_on_a_pull_consumer_name_the_consumer(js, stream):
+    push = js.create_push_consumer(stream.name, durable_name="pushy", deliver_subject=f"dl.{stream.name}")
+    js.create_consumer(stream.name, durable_name="pully")
+    with pytest.raises(jss.ConsumerTypeError, match="'pushy'.*push consumer"):
+        js.consumer(stream.name, "pushy")
+    with pytest.raises(jss.ConsumerTypeError, match="'pushy'.*push consumer"):
+        stream.consumer("pushy")
+    with pytest.raises(jss.ConsumerTypeError, match="'pully'.*pull consumer"):
+        js.push_consumer(stream.name, "pully")
+    with pytest.raises(jss.ConsumerTypeError, match="'pully'.*pull consumer"):
+        stream.push_consumer("pully")
+    assert isinstance(push, jss.PushConsumer) and not hasattr(push, "fetch") and not hasattr(push, "next")
+    found = js.push_consumer(stream.name, "pushy")
+    assert found.deliver_subject == f"dl.{stream.name}" and found.info().config.deliver_subject == found.deliver_subject
+
+
+def test_update_and_create_or_update_keep_a_push_consumer_push(js, stream):
+    deliver = f"dl.{stream.name}"
+    stream.create_or_update_push_consumer(durable_name="p", deliver_subject=deliver, description="one")
+    updated = js.update_push_consumer(stream.name, durable_name="p", deliver_subject=deliver, description="two")
+    assert updated.cached_info.config.description == "two"
+    again = stream.create_or_update_push_consumer(durable_name="p", deliver_subject=deliver, description="three")
+    assert again.info().config.description == "three"
+
+
+# --- consume() and messages() ------------------------------------------------------------------
+
+
+def test_consume_hands_every_message_once_to_the_workers_and_acks_reach_the_server(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="work", deliver_subject=f"dl.{stream.name}", ack_wait=30)
+    rec = Recorder()
+    with pc.consume(rec.handler, workers=3, error_handler=rec.on_error) as handle:
+        seqs = publish(js, f"{subj}.a", 300)
+        wait_for(lambda: rec.count() == 300, 20, what="300 messages handled")
+    assert handle.closed
+    assert sorted(rec.seqs) == seqs and rec.errors == []
+    assert rec.threads <= {f"jetstream-sync-worker-work-{i}" for i in range(3)}
+    wait_for(lambda: pc.info().num_ack_pending == 0, 5, what="every ack applied")
+    assert handle.stats.received == 300 and handle.stats.handled == 300 and handle.stats.pulls == 0
+
+
+def test_one_worker_keeps_stream_order(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="ord", deliver_subject=f"dl.{stream.name}")
+    seqs = publish(js, f"{subj}.a", 200)
+    rec = Recorder()
+    handle = pc.consume(rec.handler, error_handler=rec.on_error)
+    try:
+        wait_for(lambda: rec.count() == 200, 20, what="200 handled")
+    finally:
+        handle.stop()
+    assert rec.seqs == seqs
+
+
+def test_messages_iterates_in_order_and_stop_hands_back_what_was_not_taken(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="it", deliver_subject=f"dl.{stream.name}", ack_wait=30)
+    seqs = publish(js, f"{subj}.a", 50)
+    msgs = pc.messages()
+    got = []
+    for msg in msgs:
+        got.append(msg.metadata.sequence.stream)
+        msg.ack()
+        if len(got) == 10:
+            break
+    assert got == seqs[:10]
+    wait_for(lambda: msgs._engine.buffered() == 40, 5, what="the rest buffered")
+    msgs.stop()
+    with pytest.raises(StopIteration):
+        msgs.next(timeout=1)
+    # NAKed, not left to ack_wait: a new reader gets the other 40 at once.
+    rec = Recorder()
+    with pc.consume(rec.handler) as handle:
+        wait_for(lambda: rec.count() == 40, 10, what="the 40 handed back")
+    assert sorted(rec.seqs) == seqs[10:] and handle.closed
+
+
+def test_drain_delivers_everything_the_server_sent_before_interest_stopped(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="dr", deliver_subject=f"dl.{stream.name}", ack_wait=30)
+    rec = Recorder()
+    gate = threading.Event()
+
+    def slow(msg):
+        gate.wait(10)
+        rec.handler(msg)
+
+    handle = pc.consume(slow, error_handler=rec.on_error)
+    publish(js, f"{subj}.a", 100)
+    wait_for(lambda: handle.stats.received == 100, 10, what="100 delivered")
+    handle.drain()
+    gate.set()
+    assert handle.wait(20)
+    assert rec.count() == 100 and rec.errors == []
+    wait_for(lambda: pc.info().num_ack_pending == 0, 5, what="every ack applied")
+
+
+def test_a_handler_that_raises_gets_its_message_naked_and_the_error_reported(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="boom", deliver_subject=f"dl.{stream.name}", ack_wait=30)
+    publish(js, f"{subj}.a", 1)
+    seen = []
+    errs = []
+
+    def handler(msg):
+        seen.append(msg.metadata.num_delivered)
+        if len(seen) == 1:
+            raise RuntimeError("first time fails")
+        msg.ack()
+
+    with pc.consume(handler, error_handler=errs.append):
+        wait_for(lambda: len(seen) == 2, 10, what="the redelivery after the NAK")
+    assert seen == [1, 2] and [str(e) for e in errs] == ["first time fails"]
+
+
+# --- deliver groups ----------------------------------------------------------------------------
+
+
+def test_a_deliver_group_shares_the_messages_among_its_members_each_delivered_once(js, stream, subj, nats_server):
+    pc = stream.create_push_consumer(durable_name="grp", deliver_subject=f"dl.{stream.name}", deliver_group="g",
+                                     ack_wait=30)
+    other = jss.connect(nats_server.url, name="member-2")
+    try:
+        pc2 = other.jetstream().push_consumer(stream.name, "grp")
+        a, b = Recorder(), Recorder()
+        with pc.consume(a.handler, workers=2), pc2.consume(b.handler, workers=2):
+            seqs = publish(js, f"{subj}.a", 400)
+            wait_for(lambda: a.count() + b.count() == 400, 20, what="400 handled by the group")
+        assert sorted(a.seqs + b.seqs) == seqs
+        assert a.count() > 0 and b.count() > 0  # both members got a share
+    finally:
+        other.close()
+
+
+# --- back pressure ------------------------------------------------------------------------------
+
+
+def test_without_flow_control_a_full_buffer_drops_says_so_and_explicit_acks_bring_everything_back(
+        js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="slow", deliver_subject=f"dl.{stream.name}", ack_wait=1,
+                                     max_ack_pending=1000)
+    gate = threading.Event()
+    rec = Recorder()
+
+    def handler(msg):
+        gate.wait(10)
+        rec.handler(msg)
+
+    handle = pc.consume(handler, error_handler=rec.on_error, pending_msgs_limit=10)
+    try:
+        seqs = publish(js, f"{subj}.a", 100)
+        wait_for(lambda: handle._engine.dropped > 0, 10, what="a drop")
+        assert handle.stats.buffered <= 10
+        gate.set()
+        # The warning queues behind the messages buffered before it: in order, on a worker.
+        wait_for(lambda: rec.of(jss.SlowConsumerError), 10, what="the slow consumer warning")
+        wait_for(lambda: set(rec.seqs) == set(seqs), 30, what="every message, dropped ones redelivered")
+    finally:
+        gate.set()
+        handle.stop()
+    assert rec.of(jss.MessageGapError) == []  # a drop is not a gap: it was counted and said
+
+
+def test_with_flow_control_a_slow_handler_pauses_the_server_and_nothing_is_dropped(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="fc", deliver_subject=f"dl.{stream.name}", flow_control=True,
+                                     idle_heartbeat=1.0, ack_policy="none")
+    seqs = publish(js, f"{subj}.a", 3000, size=1024)
+    gate = threading.Event()
+    rec = Recorder(ack=False)
+
+    def handler(msg):
+        gate.wait(10)
+        rec.handler(msg)
+
+    handle = pc.consume(handler, error_handler=rec.on_error)
+    try:
+        wait_for(lambda: handle.stats.received > 0, 10, what="the first delivery")
+        time.sleep(0.5)  # the server keeps sending only while its flow-control window lasts
+        held = handle.stats.received
+        assert held < 3000, "the server did not wait for the flow-control answer"
+        gate.set()
+        wait_for(lambda: rec.count() == 3000, 30, what="every message once the handler caught up")
+    finally:
+        gate.set()
+        handle.stop()
+    assert rec.seqs == seqs and handle._engine.dropped == 0 and rec.of(jss.SlowConsumerError) == []
+
+
+# --- automatic management ----------------------------------------------------------------------
+
+
+def test_the_heartbeat_alarm_fires_when_the_consumer_goes_silent(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="hb", deliver_subject=f"dl.{stream.name}", idle_heartbeat=0.5)
+    rec = Recorder()
+    with pc.consume(rec.handler, error_handler=rec.on_error) as handle:
+        publish(js, f"{subj}.a", 5)
+        wait_for(lambda: rec.count() == 5, 10, what="5 handled")
+        assert rec.of(jss.NoHeartbeatError) == []  # heartbeats keep it quiet while the consumer lives
+        pc.delete()
+        wait_for(lambda: rec.of(jss.NoHeartbeatError), 5, what="the missed heartbeat")
+        assert "'hb'" in str(rec.of(jss.NoHeartbeatError)[0])
+        assert not handle.closed  # a warning: the subscription stays
+
+
+def test_a_heartbeat_saying_more_was_delivered_than_received_is_reported_as_a_gap(js, stream, subj,
+                                                                                   nats_server):
+    pc = stream.create_push_consumer(durable_name="gap", deliver_subject=f"dl.{stream.name}", ack_policy="none")
+    rec = Recorder(ack=False)
+    with pc.consume(rec.handler, error_handler=rec.on_error):
+        publish(js, f"{subj}.a", 2)
+        wait_for(lambda: rec.count() == 2, 10, what="2 handled")
+        assert rec.of(jss.MessageGapError) == []
+        # The heartbeat the server sends after deliveries 3..7 were lost on the way (the server refuses
+        # client publishes with $JS.ACK replies, so the heartbeat form is the one a test can provoke).
+        other = jss.connect(nats_server.url)
+        try:
+            hdr = b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 7\r\nNats-Last-Stream: 9\r\n\r\n"
+            other._conn.write(b"HPUB dl.%s %d %d\r\n%s\r\n" % (stream.name.encode(), len(hdr), len(hdr), hdr))
+            other.flush()
+        finally:
+            other.close()
+        wait_for(lambda: rec.of(jss.MessageGapError), 5, what="the gap warning")
+    (gap,) = rec.of(jss.MessageGapError)
+    assert (gap.last, gap.received) == (2, 7) and "consumer sequence 7" in str(gap)
+    assert rec.count() == 2  # a status is never handed to the handler
+
+
+def test_a_bad_limit_is_refused_naming_it_before_anything_is_sent(js, stream, api_spy):
+    pc = stream.create_push_consumer(durable_name="lim", deliver_subject=f"dl.{stream.name}")
+    assert_sends_nothing(api_spy, js, lambda: pc.consume(print, pending_msgs_limit=0), ValueError,
+                         "pending_msgs_limit")
+    assert_sends_nothing(api_spy, js, lambda: pc.messages(pending_bytes_limit="lots"), TypeError,
+                         "pending_bytes_limit")
+    assert_sends_nothing(api_spy, js, lambda: pc.consume("not callable"), TypeError, "handler")
