@@ -78,6 +78,7 @@ from .message import Msg, MsgMetadata, SequencePair
 from .ordered import OrderedConsumer
 from .pull import MessageBatch
 from .push_consumer import PushConsumer
+from .subscription import Subscription
 from .stream import Stream
 
 __version__ = "0.1.0"
@@ -150,6 +151,7 @@ __all__ = [
     "StreamWrongLastMsgIdError",
     "StreamWrongLastSequenceError",
     "StreamWrongStreamError",
+    "Subscription",
     "SubscriptionConfigError",
     "TimeoutError",
     "Timestamp",

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
-__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "Sink", "Terminal", "Warning_"]
+__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Terminal", "Warning_"]
 
 
 class Warning_:
@@ -65,6 +65,18 @@ class HeartbeatWatch:
             self.last_seen = now
             return True
         return False
+
+
+class ResetHook(Protocol):
+    """What an engine asks the owner that may move it to a new consumer (loop thread): the ordered
+    consumers' reset logic, held beside a pull or push engine instead of inside it."""
+
+    def admit(self, reply: bytes) -> bool:
+        """A message arrived with ack subject ``reply``: False drops it uncounted (out of step)."""
+
+    def lost(self, reason: str, error: BaseException | None) -> bool:
+        """The consumer may be gone or out of step (``reason``: "heartbeat", "no responders",
+        "deleted", "reconnect"): True means the hook recovers and the pull does nothing more."""
 
 
 #: Called on the loop thread with each ``Msg``, each ``Warning_`` and one final ``Terminal``. Must not block.

@@ -93,6 +93,8 @@ class MessageStream:
         self._ended = False
         self._stopping = False
         self._confirmed = False  # the server has read every ack written before the end
+        #: Called once on the reading thread when the stream has ended (the subscribe workflow's clean-up).
+        self._on_closed: Callable[[], Any] | None = None
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
         self._conn.call(self._engine.start(), consumer.js.timeout)
@@ -161,6 +163,8 @@ class MessageStream:
         if not self._confirmed:
             self._confirmed = True
             self._conn.confirm_writes()
+            if self._on_closed is not None:
+                self._on_closed()
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -248,6 +252,8 @@ class ConsumeHandle:
         self._handler_errors = 0
         self._warnings = 0
         self._conn = consumer._conn
+        #: Called once by the last worker out, before ``closed`` (the subscribe workflow's clean-up).
+        self._on_closed: Callable[[], Any] | None = None
         self._conn.call(self._engine.start(), consumer.js.timeout)
         self._pool.start()
 
@@ -298,6 +304,11 @@ class ConsumeHandle:
         self._pool.discard_queued()
         # "closed" means the server has every ack/nak/term the workers wrote.
         self._conn.confirm_writes()
+        if self._on_closed is not None:
+            try:
+                self._on_closed()
+            except Exception:
+                log.exception("jetstream_sync: clean-up after consume raised")
 
     def _handle(self, msg: Msg) -> None:
         try:

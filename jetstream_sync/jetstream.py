@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import attrs
 
@@ -23,7 +23,10 @@ from ._jsapi import JsApi
 from .api import ApiPrefix
 from .consumer import Consumer
 from .ordered import OrderedConsumer
+from .message import Msg
+from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
+from .subscription import Subscription, pull_subscribe, subscribe
 from .stream import Stream
 from .config import (
     AccountInfo,
@@ -315,6 +318,50 @@ class JetStream:
         that contradicts an ordered consumer (a name, acks, replicas) is a ValueError.
         """
         return OrderedConsumer(self, stream, config, fields)
+
+    # -- the subscribe workflow (ADR-15) ------------------------------------------
+
+    def subscribe(self, subject: str, queue: str | None = None, handler: Callable[[Msg], Any] | None = None, *,
+                  durable: str | None = None, stream: str | None = None,
+                  config: ConsumerConfig | Mapping[str, Any] | None = None, manual_ack: bool = False,
+                  ordered_consumer: bool = False, idle_heartbeat: float | None = None, flow_control: bool = False,
+                  pending_msgs_limit: int = DEFAULT_PENDING_MSGS, pending_bytes_limit: int = DEFAULT_PENDING_BYTES,
+                  deliver_policy: Any = None, headers_only: bool | None = None,
+                  inactive_threshold: float | None = None, workers: int = 1,
+                  error_handler: Callable[[BaseException], Any] | None = None) -> Subscription:
+        """Subscribe to ``subject`` through a push consumer, as nats-py's ``js.subscribe`` (blocking).
+
+        Follows ADR-15: the stream is the one capturing ``subject`` (or ``stream``); ``queue`` is the
+        durable name when none is given; an existing consumer is bound after the push_bound,
+        deliver_group, filter, pull-vs-push and config checks, else one is created (subscribed first).
+        With ``handler``, ``workers`` threads run it and each message is acked after it returns unless
+        ``manual_ack`` or it was acked (a handler that raises: NAK, the error to ``error_handler``);
+        without one, read with ``sub.next_msg()`` or ``for msg in sub`` and ack yourself. A consumer
+        this call created is deleted by ``unsubscribe()`` and after ``drain()``.
+
+        Blocks for the lookups, the create and the subscribe (each at most the context's timeout).
+        Raises ``SubscriptionConfigError`` (queue with ``idle_heartbeat``/``flow_control``, checked
+        first and before anything is sent; a mismatch with the existing consumer, naming the field and
+        both values), ``DuplicateSubscriptionError``, ``ConsumerTypeError`` (a pull consumer),
+        ``NoStreamForSubjectError``, ValueError/TypeError for bad arguments (nothing sent).
+        """
+        return subscribe(self, subject, queue, handler, durable=durable, stream=stream, config=config,
+                         manual_ack=manual_ack, ordered_consumer=ordered_consumer, idle_heartbeat=idle_heartbeat,
+                         flow_control=flow_control, pending_msgs_limit=pending_msgs_limit,
+                         pending_bytes_limit=pending_bytes_limit, deliver_policy=deliver_policy,
+                         headers_only=headers_only, inactive_threshold=inactive_threshold, workers=workers,
+                         error_handler=error_handler)
+
+    def pull_subscribe(self, subject: str, durable: str | None = None, stream: str | None = None,
+                       config: ConsumerConfig | Mapping[str, Any] | None = None) -> "Consumer":
+        """Bind to or create a pull consumer for ``subject`` with the ADR-15 checks; return the ADR-37
+        :class:`Consumer` (``fetch``, ``next``, ``messages``, ``consume``).
+
+        Blocks for the lookups and the create. Raises ``ConsumerTypeError`` (a push consumer),
+        ``SubscriptionConfigError`` (filter or config mismatch, ``ack_policy=none``),
+        ``NoStreamForSubjectError``, ValueError/TypeError (nothing sent).
+        """
+        return pull_subscribe(self, subject, durable, stream, config)
 
     # -- publishing ------------------------------------------------------------
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .consumer import Consumer
     from .jetstream import JetStream
 
-__all__ = ["OrderedConsumer"]
+__all__ = ["OrderedConsumer", "create_incarnation"]
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +394,7 @@ class OrderedBatch:
 class OrderedPull:
     """The engine of an ordered ``messages()``/``consume()`` (loop thread): a ``ContinuousPull`` it
     holds, moved to a new server-side consumer after the cursor whenever the old one is out of step
-    or lost (its :class:`~jetstream_sync.pull.ResetHook`). The credit counts live in the pull and
+    or lost (its :class:`~jetstream_sync._engine.ResetHook`). The credit counts live in the pull and
     survive every reset, so what readers take is counted whichever consumer delivered it."""
 
     def __init__(self, oc: OrderedConsumer, opts: Any, sink: Sink) -> None:
@@ -484,24 +484,33 @@ class OrderedPull:
             self._resetting = False
 
     async def _create(self) -> str | None:
-        """Create the next consumer through the API request path, its retry policy first; past that,
-        a transient failure is a warning and the next try follows after a pause, for as long as the
-        read runs (an ordered consumer heals by itself). None once the read has ended."""
-        while not self.halted.is_set():
-            subject, payload, name = self._oc._create_request(self._recv)
-            try:
-                await self._jsapi.request_async(subject, payload, idempotent=True)
-                return name
-            except errors.APIError as exc:
-                if not exc.retriable:  # the stream is gone, or the server refuses this config for good
-                    self._pull.halt(exc)
-                    return None
-                self._sink(Warning_(exc))  # 503: JetStream busy electing a leader
-            except errors.PermissionViolationError as exc:
-                self._sink(Warning_(exc))
-            except Exception as exc:  # timeouts, a server on its way back
-                # Said as a warning about recreating, not a bare timeout the caller could take for its own.
-                self._sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
-            await asyncio.sleep(_RESET_RETRY)
-        return None
+        return await create_incarnation(self._jsapi, lambda: self._oc._create_request(self._recv), self._sink,
+                                        self.halted, self._pull.halt)
 
+
+async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[str, Any], str]], sink: Sink,
+                             halted: threading.Event, halt: Callable[[BaseException], Any]) -> str | None:
+    """(loop thread) Create the next server-side consumer of an ordered read; return its name.
+
+    ``request()`` gives (subject, payload, name) afresh for each try. The context's retry policy
+    applies first; past it a transient failure is a warning and the next try follows after a pause,
+    for as long as the read runs (an ordered consumer heals by itself). A refusal for good (the
+    stream is gone, a config the server rejects) calls ``halt(error)``. None once the read has ended.
+    """
+    while not halted.is_set():
+        subject, payload, name = request()
+        try:
+            await jsapi.request_async(subject, payload, idempotent=True)
+            return name
+        except errors.APIError as exc:
+            if not exc.retriable:
+                halt(exc)
+                return None
+            sink(Warning_(exc))  # 503: JetStream busy electing a leader
+        except errors.PermissionViolationError as exc:
+            sink(Warning_(exc))
+        except Exception as exc:  # timeouts, a server on its way back
+            # Said as a warning about recreating, not a bare timeout the caller could take for its own.
+            sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
+        await asyncio.sleep(_RESET_RETRY)
+    return None

@@ -17,13 +17,13 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator
 
 import attrs
 
 from . import errors
 from ._connection import translate
-from ._engine import HeartbeatWatch, Sink, Terminal, Warning_
+from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
     NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
@@ -34,8 +34,8 @@ from .message import Msg
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "ResetHook",
-           "consume_options", "fetch_options"]
+__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
+           "fetch_options"]
 
 log = logging.getLogger(__name__)
 
@@ -359,17 +359,6 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
 RETRY_PULL_DELAY = 1.0
 
 
-class ResetHook(Protocol):
-    """What a ``ContinuousPull`` asks the owner that may move it to a new consumer (loop thread)."""
-
-    def admit(self, reply: bytes) -> bool:
-        """A message arrived with ack subject ``reply``: False drops it uncounted (out of step)."""
-
-    def lost(self, reason: str, error: BaseException | None) -> bool:
-        """The consumer may be gone or out of step (``reason``: "heartbeat", "no responders",
-        "deleted", "reconnect"): True means the hook recovers and the pull does nothing more."""
-
-
 class ContinuousPull:
     """The ADR-37 continuous pull on one inbox (loop thread), with credit counted until handed over.
 
@@ -388,7 +377,7 @@ class ContinuousPull:
     """
 
     def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink,
-                 hook: "ResetHook | None" = None) -> None:
+                 hook: ResetHook | None = None) -> None:
         self._consumer = consumer
         self._hook = hook
         self._conn = consumer._conn

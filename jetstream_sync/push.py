@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from . import errors
-from ._engine import HeartbeatWatch, Sink, Terminal, Warning_
+from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
 from ._protocol import (
     ACK_CONSUMER_SEQ, NAK, Status, ack_command, check_count, classify_status, parse_ack_subject,
     pub_command, spelled, status_of,
@@ -84,8 +84,10 @@ class PushEngine:
 
     pulls = 0
 
-    def __init__(self, consumer: Any, opts: PushOptions, sink: Sink) -> None:
+    def __init__(self, consumer: Any, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
         self._consumer = consumer
+        self._hook = hook
+        self._subject = opts.deliver_subject
         self._conn = consumer._conn
         self._opts = opts
         self._sink = sink
@@ -111,18 +113,44 @@ class PushEngine:
     # -- loop thread ---------------------------------------------------------
 
     async def start(self) -> None:
-        conn = self._conn
-        conn.add_listener(self)
+        """Subscribe to the deliver subject; delivery starts as the server sees the interest."""
+        self.attach()
         try:
-            self._sub = await conn.subscribe_raw(self._opts.deliver_subject, self._on_msg,
-                                                 queue=self._opts.deliver_group or "")
+            await self.retarget(self._subject)
         except BaseException:
-            conn.remove_listener(self)
+            self._conn.remove_listener(self)
             raise
-        self._paused = not conn.is_connected
+
+    def attach(self) -> None:
+        """Follow the connection's events and arm the heartbeat alarm; nothing is received until
+        :meth:`retarget` names a deliver subject."""
+        self._conn.add_listener(self)
+        self._paused = not self._conn.is_connected
         self._heartbeat.seen()
         if self._opts.idle_heartbeat:
             self._arm_heartbeat()
+
+    async def retarget(self, deliver_subject: str) -> None:
+        """Receive on ``deliver_subject`` from now on (a new consumer's, for the ordered push consumer)."""
+        self._subject = deliver_subject
+        sub = await self._conn.subscribe_raw(deliver_subject, self._on_msg, queue=self._opts.deliver_group or "")
+        if self._stopped or self._winding:
+            await self._conn.unsubscribe_raw(sub)
+            return
+        self._sub = sub
+        self._heartbeat.seen()
+
+    async def suspend(self) -> None:
+        """Stop receiving from the current deliver subject: muted (what is on the wire is dropped) and
+        unsubscribed; flow-control requests of that consumer are forgotten and the consumer sequence
+        restarts. Messages already delivered keep their room until taken."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            self._conn.mute(sub)
+            await self._conn.unsubscribe_raw(sub)
+        with self._lock:
+            self._fc.clear()
+        self._dseq = 0
 
     def _arm_heartbeat(self) -> None:
         if not self._stopped:
@@ -131,9 +159,11 @@ class PushEngine:
     def _on_heartbeat_timer(self) -> None:
         if self._stopped:
             return
-        if not self._paused and self._heartbeat.missed(time.monotonic()):
-            self._sink(Warning_(errors.NoHeartbeatError(
-                f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")))
+        if not self._paused and self._sub is not None and self._heartbeat.missed(time.monotonic()):
+            err = errors.NoHeartbeatError(
+                f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+            if self._hook is None or not self._hook.lost("heartbeat", err):
+                self._sink(Warning_(err))
         self._arm_heartbeat()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
@@ -147,6 +177,8 @@ class PushEngine:
             self._on_status(reply, *status)
             return
         is_js = reply.startswith(b"$JS.ACK.")
+        if is_js and self._hook is not None and not self._hook.admit(reply):
+            return
         if is_js:  # first: a message dropped below still arrived, so it is no gap
             self._check_sequence(reply)
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
@@ -268,13 +300,15 @@ class PushEngine:
     def on_reconnected(self) -> None:
         self._paused = False
         self._heartbeat.seen()  # nats-py subscribed again; deliveries resume
+        if self._hook is not None:
+            self._hook.lost("reconnect", None)
 
     def on_closed(self) -> None:
         self.halt(errors.ClientClosedError("the client was closed"))
 
     def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        if subject == self._opts.deliver_subject.lower():
-            self.halt(spelled(error, self._opts.deliver_subject))
+        if subject == self._subject.lower():
+            self.halt(spelled(error, self._subject))
 
     # -- any thread ------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,31 @@ def js(client):
 
 
 # --- Spark ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def name():
+    """A stream name of this test's own."""
+    return "T" + uuid.uuid4().hex[:11].upper()
+
+
+@pytest.fixture
+def subj(name):
+    """The subject prefix of ``stream``: ``<name lower-cased>.>``."""
+    return name.lower()
+
+
+@pytest.fixture
+def stream(js, name, subj):
+    """A memory stream on ``<subj>.>``, deleted with the rest by ``js``."""
+    return js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
+
+
+def publish_n(js: jss.JetStream, subject: str, n: int, size: int = 0) -> list[int]:
+    """Publish ``m0``..``m<n-1>`` (padded by ``size`` bytes) and return their stream sequences."""
+    futures = [js.publish_async(subject, f"m{i}".encode() + b"x" * size) for i in range(n)]
+    js.publish_async_complete(timeout=30.0)
+    return [f.result().seq for f in futures]
 
 
 @pytest.fixture(scope="session")

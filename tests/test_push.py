@@ -5,36 +5,18 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 
 import jetstream_sync as jss
 
-from conftest import assert_sends_nothing, wait_for
+from conftest import assert_sends_nothing, publish_n, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def name():
-    return "PU" + uuid.uuid4().hex[:10].upper()
-
-
-@pytest.fixture
-def subj(name):
-    return name.lower()
-
-
-@pytest.fixture
-def stream(js, name, subj):
-    return js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
-
-
 def publish(js, subject, n, size=0):
-    futures = [js.publish_async(subject, (f"m{i}".encode() + b"x" * size)) for i in range(n)]
-    js.publish_async_complete(timeout=30.0)
-    return [f.result().seq for f in futures]
+    return publish_n(js, subject, n, size)
 
 
 class Recorder:
