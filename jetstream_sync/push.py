@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 #: Default bound of a push buffer, as nats-py's subscriptions.
 DEFAULT_PENDING_MSGS = 65536
 DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
+#: Flow-control subjects remembered as answered (the server asks again when unsure; answer once).
+_REMEMBERED = 16
 #: How long wind-down waits for the server's PONG before ending anyway.
 _WIND_DOWN_WAIT = 2.0
 
@@ -97,7 +99,7 @@ class PushEngine:
         self._buffered_bytes = 0
         self._taken = 0                 # messages readers took, ever
         self._fc: collections.deque[tuple[int, str]] = collections.deque()  # (received before it, reply)
-        self._last_fc = ""
+        self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
         self.received = 0
         self.dropped = 0
         self._overflowing = False
@@ -245,9 +247,9 @@ class PushEngine:
             self._answer(reply)
 
     def _answer(self, reply: str) -> None:
-        if reply == self._last_fc or self._stopped:
+        if self._stopped or reply in self._answered:
             return
-        self._last_fc = reply
+        self._answered.append(reply)
         self._write(pub_command(reply, "", b"", b""))
 
     def _answer_due(self) -> None:

@@ -295,3 +295,60 @@ def test_a_bad_limit_is_refused_naming_it_before_anything_is_sent(js, stream, ap
     assert_sends_nothing(api_spy, js, lambda: pc.messages(pending_bytes_limit="lots"), TypeError,
                          "pending_bytes_limit")
     assert_sends_nothing(api_spy, js, lambda: pc.consume("not callable"), TypeError, "handler")
+
+
+def _send_status(url: str, subject: str, status: bytes, reply: str = "", **headers: str) -> None:
+    """Write a status message as the server would (a second connection, raw HPUB)."""
+    hdr = b"NATS/1.0 " + status + b"\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.items()) + b"\r\n"
+    other = jss.connect(url)
+    try:
+        head = f"HPUB {subject} {reply} {len(hdr)} {len(hdr)}" if reply else f"HPUB {subject} {len(hdr)} {len(hdr)}"
+        other._conn.write(head.encode() + b"\r\n" + hdr + b"\r\n")
+        other.flush()
+    finally:
+        other.close()
+
+
+def test_flow_control_is_answered_once_when_the_reader_reaches_it_and_a_stall_at_once(
+        js, client, stream, subj, nats_server):
+    pc = stream.create_push_consumer(durable_name="fcs", deliver_subject=f"dl.{stream.name}", ack_policy="none")
+    answers: list[str] = []
+    lock = threading.Lock()
+    fc_subject, stall_subject = f"fcreply.{stream.name}", f"stall.{stream.name}"
+    listener = jss.connect(nats_server.url)
+    try:
+        for s in (fc_subject, stall_subject):
+            listener._conn.call(listener._conn.subscribe_raw(
+                s, lambda subject, *_: (lock.acquire(), answers.append(subject.decode()), lock.release())), 5)
+        listener._conn.call(listener._conn.subscribe_raw(
+            stall_subject + ".2", lambda subject, *_: (lock.acquire(), answers.append(subject.decode()),
+                                                       lock.release())), 5)
+        listener.flush()
+        gate = threading.Event()
+        handle = pc.consume(lambda msg: gate.wait(10), pending_msgs_limit=100)
+        try:
+            publish(js, f"{subj}.a", 3)
+            wait_for(lambda: handle.stats.received == 3, 10, what="3 delivered")
+            # A flow-control request behind 3 messages a blocked handler has not all taken: no answer yet.
+            _send_status(nats_server.url, f"dl.{stream.name}", b"100 FlowControl Request", reply=fc_subject)
+            _send_status(nats_server.url, f"dl.{stream.name}", b"100 Idle Heartbeat",
+                         **{"Nats-Consumer-Stalled": stall_subject})
+            wait_for(lambda: stall_subject in answers, 5, what="the stall answered at once")
+            listener.flush()
+            assert fc_subject not in answers
+            gate.set()
+            wait_for(lambda: fc_subject in answers, 5, what="the flow-control answer once the reader got there")
+            # The same request again (the server repeats it when unsure): not answered twice.
+            _send_status(nats_server.url, f"dl.{stream.name}", b"100 FlowControl Request", reply=fc_subject)
+            # A marker behind it on the same path: once its answer is in, any answer to the repeat would be.
+            _send_status(nats_server.url, f"dl.{stream.name}", b"100 Idle Heartbeat",
+                         **{"Nats-Consumer-Stalled": stall_subject + ".2"})
+            wait_for(lambda: stall_subject + ".2" in answers, 5, what="the marker answered")
+            with lock:
+                assert answers.count(fc_subject) == 1 and answers.count(stall_subject) == 1
+            assert handle.stats.handled == 3  # statuses never reach the handler
+        finally:
+            gate.set()
+            handle.stop()
+    finally:
+        listener.close()
