@@ -12,10 +12,12 @@ from . import errors
 from ._connection import Connection, default_servers, raw_credentials, redact_url
 from ._headers import Headers, encode_headers
 from ._protocol import DEFAULT, Timeout, check_subject, encode_payload, prepare_pub, pub_command, single_valued
+from .consume import MessageStream
 from .jetstream import JetStream
+from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, CoreSubject, PushEngine, core_options
 from .message import Msg
 
-__all__ = ["Client", "connect", "default_servers", "raw_credentials", "redact_url"]
+__all__ = ["Client", "check_subject", "connect", "default_servers", "raw_credentials", "redact_url"]
 
 
 class Client:
@@ -69,6 +71,24 @@ class Client:
         """
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout, retry=retry,
                          max_pending=max_pending)
+
+    def subscribe(self, subject: str, queue: str | None = None, *, pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
+                  pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> MessageStream:
+        """Subscribe to core NATS ``subject`` (wildcards allowed; ``queue`` joins a queue group) and
+        return a blocking :class:`MessageStream` of what arrives from now on.
+
+        Blocks only to subscribe (at most the client's timeout). At most ``pending_msgs_limit`` messages
+        and ``pending_bytes_limit`` bytes wait unread; beyond that messages are dropped, as core NATS
+        does, and a ``SlowConsumerError`` is logged. ``stop()`` unsubscribes; ``drain()`` unsubscribes
+        and ends iteration after what the server sent before. Raises ValueError/TypeError for a bad
+        subject, queue or limit (nothing sent), ``ClientClosedError``.
+        """
+        check_subject(subject)
+        if queue is not None and (not isinstance(queue, str) or not queue or any(c in queue for c in " \t\r\n")):
+            raise ValueError(f"queue must be a non-empty queue group name without whitespace, got {queue!r}")
+        opts = core_options(subject, queue, pending_msgs_limit, pending_bytes_limit)
+        return MessageStream(CoreSubject(self._conn, subject, queue), opts, engine=PushEngine,  # type: ignore[arg-type]
+                             timeout=self._conn.default_timeout)
 
     def publish(self, subject: str, data: bytes | str = b"", *, reply: str | None = None,
                 headers: Mapping[str, str | Sequence[str]] | None = None) -> None:

@@ -76,7 +76,7 @@ def _wait_halted(engine: Engine, limit: float = 2.0) -> None:
 
 
 class MessageStream:
-    """``consumer.messages()``: a blocking iterator over the ADR-37 continuous pull.
+    """``consumer.messages()``: a blocking iterator over a consumer's deliveries (pull or push).
 
     Iterate with ``for msg in stream`` or call :meth:`next`. Waits wake every
     0.25 s, so Ctrl-C interrupts them (and stops the stream). Terminal errors
@@ -85,7 +85,8 @@ class MessageStream:
     refused pulls) are logged and kept in ``warnings``. Use from one thread.
     """
 
-    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", engine: EngineFactory) -> None:
+    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", engine: EngineFactory,
+                 timeout: float | None = None) -> None:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._engine = engine(consumer, opts, self._q.put)
         self._conn = consumer._conn
@@ -97,7 +98,7 @@ class MessageStream:
         self._on_closed: Callable[[], Any] | None = None
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
-        self._conn.call(self._engine.start(), consumer.js.timeout)
+        self._conn.call(self._engine.start(), consumer.js.timeout if timeout is None else timeout)
 
     def next(self, timeout: float | None = None) -> Msg:
         """Return the next message, blocking at most ``timeout`` seconds (None: until one comes).

@@ -31,7 +31,7 @@ from .message import Msg
 if TYPE_CHECKING:
     from .config import ConsumerConfig
 
-__all__ = ["PushEngine", "PushOptions", "push_options"]
+__all__ = ["CoreSubject", "PushEngine", "PushOptions", "core_options", "push_options"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,25 @@ def push_options(config: "ConsumerConfig", pending_msgs_limit: Any = DEFAULT_PEN
                        pending_msgs_limit=DEFAULT_PENDING_MSGS if msgs is None else msgs,
                        pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size,
                        gap_check=not config.deliver_group)
+
+
+def core_options(subject: str, queue: str | None, pending_msgs_limit: Any = DEFAULT_PENDING_MSGS,
+                 pending_bytes_limit: Any = DEFAULT_PENDING_BYTES) -> PushOptions:
+    """A plain core NATS subscription read by the push engine: no heartbeats, flow control or gaps."""
+    msgs = check_count(pending_msgs_limit, "pending_msgs_limit")
+    size = check_count(pending_bytes_limit, "pending_bytes_limit")
+    return PushOptions(deliver_subject=subject, deliver_group=queue or None, idle_heartbeat=None,
+                       flow_control=False, pending_msgs_limit=DEFAULT_PENDING_MSGS if msgs is None else msgs,
+                       pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size, gap_check=False)
+
+
+class CoreSubject:
+    """What the engine and readers need to know of a core subscription (in place of a consumer handle)."""
+
+    def __init__(self, conn: Any, subject: str, queue: str | None) -> None:
+        self._conn = conn
+        self.name = subject
+        self._label = f"the subscription to {subject!r}" + (f" in queue group {queue!r}" if queue else "")
 
 
 class PushEngine:

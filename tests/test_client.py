@@ -775,3 +775,53 @@ def test_pickling_a_message_says_to_pass_connection_options(client):
             pickle.dumps(reply)
     finally:
         client._conn.call(client._conn.unsubscribe_raw(echo), 5.0)
+
+
+# --- core subscriptions ---------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_a_core_subscription_yields_what_is_published_from_then_on_in_order(client):
+    subject = f"core.{uuid.uuid4().hex}"
+    client.publish(f"{subject}.early", b"before")  # before the subscription: not seen
+    client.flush()
+    with client.subscribe(f"{subject}.>") as sub:
+        for i in range(5):
+            client.publish(f"{subject}.{i}", f"m{i}", headers={"K": str(i)})
+        got = [sub.next(timeout=5) for _ in range(5)]
+        assert [(m.subject, m.data, m.headers["K"]) for m in got] == [
+            (f"{subject}.{i}", f"m{i}".encode(), str(i)) for i in range(5)]
+        with pytest.raises(jss.TimeoutError):
+            sub.next(timeout=0.2)
+    with pytest.raises(StopIteration):
+        sub.next(timeout=0.1)
+
+
+@pytest.mark.timeout(30)
+def test_a_queue_group_of_core_subscriptions_gets_each_message_once(client):
+    subject = f"core.{uuid.uuid4().hex}"
+    a, b = client.subscribe(subject, queue="q"), client.subscribe(subject, queue="q")
+    try:
+        for i in range(200):
+            client.publish(subject, str(i))
+        client.flush()
+        got: list[bytes] = []
+        for sub in (a, b):
+            while True:
+                try:
+                    got.append(sub.next(timeout=0.5).data)
+                except jss.TimeoutError:
+                    break
+        assert sorted(got, key=int) == [str(i).encode() for i in range(200)]
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_bad_core_subscription_is_refused_before_anything_is_sent(client):
+    with pytest.raises(ValueError, match="subject"):
+        client.subscribe("two words")
+    with pytest.raises(ValueError, match="queue"):
+        client.subscribe("ok", queue="a b")
+    with pytest.raises(ValueError, match="pending_msgs_limit"):
+        client.subscribe("ok", pending_msgs_limit=0)

@@ -31,7 +31,7 @@ def test_enums_are_built_from_their_json_value():
 #: is a decision: add it here. Internal calls (``call``, ``request``, the engine hooks) stay private.
 PUBLIC_MEMBERS = {
     jss.Client: ["close", "connected_url", "drain", "flush", "is_closed", "is_connected", "jetstream", "max_payload",
-                 "publish", "request"],
+                 "publish", "request", "subscribe"],
     jss.JetStream: ["account_info", "client", "consumer", "consumer_info", "consumer_names", "consumers",
                     "create_consumer", "create_or_update_consumer", "create_or_update_push_consumer",
                     "create_or_update_stream", "create_push_consumer", "create_stream", "delete_consumer",

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from ..client import check_subject
 from ..config import parse_time
 
 __all__ = [
@@ -197,6 +198,14 @@ def split_list(text: str) -> list[str]:
 def duration_list(text: str) -> list[float]:
     """``1s,5s,30s`` -> ``[1.0, 5.0, 30.0]``."""
     return [duration(part) for part in split_list(text)]
+
+
+def subject(text: str) -> str:
+    """A NATS subject (wildcards allowed), checked as the client checks it, before connecting."""
+    try:
+        return check_subject(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def header(text: str) -> tuple[str, str]:

@@ -64,6 +64,11 @@ class Output:
         """Print one JSON document (indented) and a newline."""
         self.stream.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
 
+    def json_line(self, doc: Any) -> None:
+        """Print one JSON document on one line and flush it (for streams of documents, also into a pipe)."""
+        self.stream.write(json.dumps(doc, ensure_ascii=False, default=str) + "\n")
+        self.stream.flush()
+
     def line(self, text: str = "") -> None:
         """Print one line of human output."""
         self.stream.write(text + "\n")

@@ -27,7 +27,7 @@ from ._args import (
     time_ago,
     time_ahead,
 )
-from ._errors import NotFound
+from ._errors import CommandError, NotFound
 from ._output import (
     Output,
     fmt_age,
@@ -53,7 +53,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
 
     add = cmds.add_parser("add", parents=[common], help="create a consumer",
-                          description="Create a pull consumer. NAME makes it durable; without NAME (or with "
+                          description="Create a consumer: a pull consumer, or with --target a push consumer "
+                                      "delivering to that subject. NAME makes it durable; without NAME (or with "
                                       "--ephemeral) the server removes it after --inactive-threshold.")
     add.add_argument("stream", metavar="STREAM")
     add.add_argument("consumer", metavar="NAME", nargs="?", help="durable name (may come from --config)")
@@ -86,6 +87,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     nxt.add_argument("--timeout", dest="wait", type=duration, default=5.0, metavar="DURATION",
                      help="how long to wait for messages (default 5s)")
     nxt.set_defaults(handler=cmd_next)
+
+    sub_ = cmds.add_parser("sub", parents=[common], help="receive from a push consumer",
+                           description="Subscribe to a push consumer's deliver subject (joining its deliver group "
+                                       "when it has one), print each message as it arrives and ack it (unless "
+                                       "--no-ack). Runs until --count messages or Ctrl-C.")
+    sub_.add_argument("stream", metavar="STREAM")
+    sub_.add_argument("consumer", metavar="NAME")
+    sub_.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N messages")
+    sub_.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
+                      help="acknowledge each message printed (default: --ack)")
+    sub_.set_defaults(handler=cmd_sub)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a consumer (no prompt)")
     rm.add_argument("stream", metavar="STREAM")
@@ -128,6 +140,14 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
     config_flag(g, "--metadata", field="metadata", type=key_value, action="append", metavar="KEY=VALUE",
          help="user metadata; repeat for more")
     config_flag(g, "--sample-freq", field="sample_freq", metavar="PERCENT", help="ack sampling, e.g. 100%%")
+    config_flag(g, "--target", field="deliver_subject", metavar="SUBJECT",
+                help="deliver to SUBJECT: a push consumer (without it: a pull consumer)")
+    config_flag(g, "--deliver-group", field="deliver_group", metavar="NAME",
+                help="push: the queue group its subscribers share (no --flow-control or --heartbeat with it)")
+    config_flag(g, "--flow-control", field="flow_control", action="store_const", const=True,
+                help="push: let a slow subscriber pause delivery (needs --heartbeat)")
+    config_flag(g, "--heartbeat", field="idle_heartbeat", type=duration, metavar="DURATION",
+                help="push: idle heartbeat interval, e.g. 5s")
     config_flag(g, "--pause-until", field="pause_until", type=time_ahead, metavar="TIME",
          help="deliver nothing until this RFC 3339 time, or for this long (e.g. 10m)")
 
@@ -181,9 +201,26 @@ def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
     return attrs.evolve(base, **fields)
 
 
+def check_push_flags(cfg: jss.ConsumerConfig) -> None:
+    """The push-side rules, before anything is sent (the server would accept the first one)."""
+    if cfg.deliver_group and (cfg.flow_control or cfg.idle_heartbeat):
+        given = " and ".join(f for f, v in (("--flow-control", cfg.flow_control), ("--heartbeat", cfg.idle_heartbeat))
+                             if v)
+        raise UsageError(f"--deliver-group with {given}: the group's members would answer each other's flow "
+                         f"control and heartbeats reach one random member; leave {given} out")
+    if cfg.flow_control and not cfg.idle_heartbeat:
+        raise UsageError("--flow-control needs --heartbeat (the server requires an idle heartbeat with it)")
+    if not cfg.deliver_subject:
+        for flag, value in (("--deliver-group", cfg.deliver_group), ("--flow-control", cfg.flow_control),
+                            ("--heartbeat", cfg.idle_heartbeat)):
+            if value:
+                raise UsageError(f"{flag} is for push consumers: give --target SUBJECT too")
+
+
 def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer add STREAM [NAME] [flags]``: create a consumer; prints its info."""
     cfg = build_config(args)
+    check_push_flags(cfg)
     try:
         js = session.js()
         consumer = (js.create_push_consumer if cfg.deliver_subject else js.create_consumer)(args.stream, cfg)
@@ -243,7 +280,11 @@ def show_info(out: Output, info: jss.ConsumerInfo) -> None:
     out.block(None, [("Consumer", info.name), ("Stream", info.stream_name), ("Created", fmt_time(info.created)),
                      ("Durable", fmt_bool(bool(c.durable_name))), ("Description", c.description)])
     out.line()
+    push = [("Delivery Subject", c.deliver_subject), ("Deliver Group", c.deliver_group),
+            ("Flow Control", "true" if c.flow_control else None),
+            ("Idle Heartbeat", fmt_duration(c.idle_heartbeat) if c.idle_heartbeat else None)]
     out.block("Configuration:", [
+        *(push if c.deliver_subject else [("Pull Mode", "true")]),
         ("Filter", _filters(c) or None),
         ("Deliver policy", str(c.deliver_policy)),
         ("Start", start),
@@ -259,6 +300,7 @@ def show_info(out: Output, info: jss.ConsumerInfo) -> None:
         ("Max expires", fmt_duration(c.max_expires) if c.max_expires else None),
         ("Max pull bytes", fmt_limit(c.max_bytes, "bytes") if c.max_bytes else None),
         ("Headers only", "true" if c.headers_only else None),
+        ("Sampling Rate", c.sample_freq.rstrip("%") if c.sample_freq else None),
         ("Replicas", c.num_replicas or None),
         ("Memory storage", "true" if c.mem_storage else None),
         ("Paused until", fmt_time(c.pause_until) if c.pause_until else None),
@@ -344,6 +386,40 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
         session.client().flush()        # the acks have reached the server before we report them
     if not out.json and can_ack:
         out.line(f"acked {received} message{'s' * (received != 1)}")
+    return 0
+
+
+def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer sub STREAM NAME [--count N] [--no-ack]``: receive from a push consumer, print, ack.
+
+    Each message is printed (``--json``: one JSON object per line, flushed) and acked only once
+    printed; heartbeats and flow-control requests are answered, never printed or counted. Runs
+    until ``--count`` messages arrived or Ctrl-C (exit 130, what was not printed is NAKed).
+    """
+    js = session.js()
+    info = _info(js, args.stream, args.consumer)
+    if not info.config.deliver_subject:
+        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: "
+                           f"use `consumer next`")
+    can_ack = args.ack and info.config.ack_policy is not jss.AckPolicy.NONE
+    received = 0
+    with js.push_consumer(args.stream, args.consumer).messages() as msgs:
+        for msg in msgs:
+            received += 1
+            md = msg.metadata
+            if out.json:
+                out.json_line(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
+                                           consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
+                                           pending=md.num_pending, time=md.timestamp, acked=can_ack,
+                                           subject=msg.subject, data=msg.data, headers=msg.headers))
+            else:
+                print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data,
+                              md.timestamp, extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
+                out.stream.flush()
+            if can_ack:
+                msg.ack()
+            if args.count is not None and received >= args.count:
+                break
     return 0
 
 
