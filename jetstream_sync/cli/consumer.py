@@ -331,6 +331,21 @@ def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     return 0
 
 
+def _message_doc(msg: jss.Msg, acked: bool) -> dict[str, Any]:
+    md = msg.metadata
+    return message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
+                        consumer_seq=md.sequence.consumer, delivered=md.num_delivered, pending=md.num_pending,
+                        time=md.timestamp, acked=acked, subject=msg.subject, data=msg.data, headers=msg.headers)
+
+
+def _print(out: Output, msg: jss.Msg) -> None:
+    """A consumer's message for people, flushed at once."""
+    md = msg.metadata
+    print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data, md.timestamp,
+                  extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
+    out.stream.flush()
+
+
 def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer next STREAM NAME [--count N] [--no-ack] [--timeout D]``: pull, print, ack.
 
@@ -349,16 +364,10 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
         for msg in batch:
             received += 1
             held.append(msg)
-            md = msg.metadata
             if out.json:
-                docs.append(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
-                                         consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
-                                         pending=md.num_pending, time=md.timestamp, acked=can_ack,
-                                         subject=msg.subject, data=msg.data, headers=msg.headers))
+                docs.append(_message_doc(msg, can_ack))
                 continue
-            print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data,
-                          md.timestamp, extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
-            out.stream.flush()
+            _print(out, msg)
             if can_ack:
                 msg.ack()
             held.clear()
@@ -406,16 +415,10 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
     with js.push_consumer(args.stream, args.consumer).messages() as msgs:
         for msg in msgs:
             received += 1
-            md = msg.metadata
             if out.json:
-                out.json_line(message_dict(stream=md.stream, seq=md.sequence.stream, consumer=md.consumer,
-                                           consumer_seq=md.sequence.consumer, delivered=md.num_delivered,
-                                           pending=md.num_pending, time=md.timestamp, acked=can_ack,
-                                           subject=msg.subject, data=msg.data, headers=msg.headers))
+                out.json_line(_message_doc(msg, can_ack))
             else:
-                print_message(out, f"{md.stream} #{md.sequence.stream}", msg.subject, msg.headers, msg.data,
-                              md.timestamp, extra=f"  delivered {md.num_delivered}x, {md.num_pending:,} pending")
-                out.stream.flush()
+                _print(out, msg)
             if can_ack:
                 msg.ack()
             if args.count is not None and received >= args.count:
