@@ -160,6 +160,8 @@ class _FetchPull:
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._ended:
+            if reply.startswith(b"$JS.ACK."):  # on the wire when the pull ended: hand it back at once
+                self._nak(reply)
             return
         self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
@@ -185,8 +187,34 @@ class _FetchPull:
             self._watchdog.cancel()
         self._conn.remove_listener(self)
         if self._sub is not None:
-            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub), name="jetstream-sync-unsub")
+            # The handler stays a little longer to NAK what was already on the wire.
+            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
+                                         name="jetstream-sync-unsub")
         self.out.put((_END, err))
+
+    def abandon(self) -> None:
+        """The reader gave up on the batch (loop thread): NAK what arrived and was not read, then end
+        (if the pull had not ended yet). The end marker stays for the reader."""
+        ending = None
+        while True:
+            try:
+                item = self.out.get_nowait()
+            except queue.Empty:
+                break
+            if type(item) is Msg:
+                if item.reply.startswith("$JS.ACK."):
+                    self._nak(item.reply.encode())
+            else:
+                ending = item
+        if ending is not None:
+            self.out.put(ending)
+        self.end(None)
+
+    def _nak(self, reply: bytes) -> None:
+        try:
+            self._conn.write_now(ack_command(reply, NAK))
+        except errors.JetStreamError:
+            pass  # disconnected: the server redelivers after ack_wait
 
     # connection events (loop thread)
     def on_disconnected(self) -> None: ...
@@ -270,11 +298,12 @@ class MessageBatch:
         return (not pull._ended and pull.received < pull._opts.batch) or pull.received > self.received
 
     def stop(self) -> None:
-        """Abandon the pull: the inbox is unsubscribed; messages not yet read are redelivered by the server."""
-        if self._pull._ended:
-            return  # already over (read on any thread: a stale False only costs one no-op crossing)
+        """Abandon the pull: the inbox is unsubscribed, and messages received but not yet read (or
+        still on the wire) are NAKed, so the server redelivers them at once. Never blocks."""
+        if self._done:
+            return  # iterated to its end: nothing unread
         try:
-            self._pull._conn.loop_thread.call_soon(self._pull.end, None)
+            self._pull._conn.loop_thread.call_soon(self._pull.abandon)
         except errors.ClientClosedError:
             pass
 

@@ -163,6 +163,19 @@ def test_fetch_no_wait_returns_what_is_available_and_ends_at_once(js, consumer):
 
 
 @pytest.mark.timeout(20)
+def test_a_fetch_abandoned_early_hands_back_what_it_did_not_yield_for_prompt_redelivery(js, stream):
+    slow = stream.create_consumer(durable_name="slow", ack_wait=60)
+    publish(js, 5)
+    batch = slow.fetch(5, expires=5.0)
+    first = next(batch)
+    first.ack()
+    wait_for(lambda: slow.info().num_ack_pending == 4, 5, what="the other 4 delivered to the batch")
+    batch.stop()  # 4 unread: NAKed, not left to the 60 s ack wait
+    again = list(slow.fetch(4, expires=5.0))
+    assert [(m.data, m.metadata.num_delivered) for m in again] == [(b"m%d" % i, 2) for i in range(1, 5)]
+
+
+@pytest.mark.timeout(20)
 def test_next_returns_one_message(js, consumer):
     publish(js, 2)
     msg = consumer.next(timeout=5)
