@@ -200,7 +200,7 @@ class PushEngine:
         is_js = reply.startswith(b"$JS.ACK.")
         if is_js and self._hook is not None and not self._hook.admit(reply):
             return
-        if is_js:  # first: a message dropped below still arrived, so it is no gap
+        if is_js and self._opts.gap_check:  # first: a message dropped below still arrived, so it is no gap
             self._check_sequence(reply)
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         opts = self._opts
@@ -231,7 +231,7 @@ class PushEngine:
         except ValueError:
             return
         last, self._dseq = self._dseq, dseq
-        if self._opts.gap_check and last and dseq > last + 1:
+        if last and dseq > last + 1:
             self._sink(Warning_(errors.MessageGapError(
                 f"{self._consumer._label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
 
