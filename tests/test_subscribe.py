@@ -1,8 +1,11 @@
-# js.subscribe() / js.pull_subscribe(): every ADR-15 rule (../shared/ADR-15.md) against a real server:
-# the checks made before anything is sent, the stream lookup, binding and its errors, creating (and
-# deleting what this call created), queue groups, auto-ack, and reading without a handler.
+# js.subscribe() / js.pull_subscribe(): every rule of ADR-15 (the JetStream subscribe workflow) against
+# a real server: the checks made before anything is sent, the stream lookup, binding and its errors,
+# creating (and deleting what this call created), queue groups across threads and processes, auto-ack,
+# reading without a handler, and ordered push subscriptions.
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -311,3 +314,69 @@ def test_an_ordered_subscription_recreates_its_consumer_after_the_next_sequence_
     finally:
         sub.unsubscribe()
     wait_for(lambda: consumers(js, stream.name) == [], 5, what="the last ordered consumer deleted")
+
+
+QUEUE_MEMBER = r"""
+import sys, threading
+import jetstream_sync as jss
+
+client = jss.connect(sys.argv[1])
+js = client.jetstream()
+lock = threading.Lock()
+
+
+def handle(msg):
+    with lock:
+        print(msg.metadata.sequence.stream, flush=True)
+
+
+sub = js.subscribe(sys.argv[2], queue="shared", handler=handle, workers=2)
+print("ready", flush=True)
+sys.stdin.readline()          # the parent says when to leave
+sub.drain()
+sub.wait(10)
+client.close()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_queue_members_in_other_processes_share_the_messages_each_delivered_once(js, stream, subj, nats_server,
+                                                                                 tmp_path):
+    script = tmp_path / "member.py"
+    script.write_text(QUEUE_MEMBER)
+    mine = Seen()
+    sub = js.subscribe(f"{subj}.q", queue="shared", handler=mine.handler)  # this member makes the consumer
+    procs = [subprocess.Popen([sys.executable, str(script), nats_server.url, f"{subj}.q"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    theirs: list[list[int]] = [[], []]
+    readers = []
+    try:
+        for i, proc in enumerate(procs):
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+
+            def read(i=i, proc=proc):
+                for line in proc.stdout:
+                    theirs[i].append(int(line))
+
+            t = threading.Thread(target=read, daemon=True)
+            t.start()
+            readers.append(t)
+        seqs = publish(js, f"{subj}.q", 600)
+        wait_for(lambda: mine.count() + len(theirs[0]) + len(theirs[1]) >= 600, 30, what="600 handled in all")
+        for proc in procs:
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+        for proc in procs:
+            assert proc.wait(30) == 0, proc.stderr.read()
+        for t in readers:
+            t.join(5)
+        everything = mine.seqs + theirs[0] + theirs[1]
+        assert sorted(everything) == seqs  # each message once, across the processes
+        assert sum(1 for part in (mine.seqs, theirs[0], theirs[1]) if part) >= 2
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        sub.unsubscribe()
+    assert consumers(js, stream.name) == []  # the member that made it deleted it
