@@ -7,6 +7,11 @@
     .venv/bin/python benchmarks/soak_consume.py                    # 1,000,000 x 64 B, embedded server
     .venv/bin/python benchmarks/soak_consume.py --count 200000     # a shorter run
     .venv/bin/python benchmarks/soak_consume.py --server nats://127.0.0.1:4222
+    .venv/bin/python benchmarks/soak_consume.py --push --size 1024   # a push consumer with flow control
+
+With ``--push`` the consumer is a push consumer with flow control (idle heartbeat 1 s) read by
+``consume(handler, workers=1)`` whose handler sleeps 1 ms every 100 messages: a slow handler must
+pause the server (flow control) instead of growing memory, and nothing may be dropped.
 
 The messages are published first, with ``publish_async``, into a memory stream, by a child process (so
 the publishing leaves nothing in this process's heap to hide or inflate the consumer's memory). Then
@@ -98,17 +103,31 @@ def soak(url: str, args: argparse.Namespace) -> list[str]:
     failures: list[str] = []
     with jss.connect(url, name="soak-consumer", timeout=30.0) as client:
         js = client.jetstream()
-        consumer = js.create_consumer(STREAM, durable_name="soak", ack_policy="explicit", ack_wait=120.0)
         count = args.count
+        taken = 0
 
         def handler(msg: jss.Msg) -> None:
+            msg.ack()
+
+        def slow_handler(msg: jss.Msg) -> None:
+            nonlocal taken
+            taken += 1
+            if taken % 100 == 0:
+                time.sleep(0.001)
             msg.ack()
 
         gc.collect()
         start_rss = rss_bytes()
         started = time.monotonic()
-        handle = consumer.consume(handler, workers=2, max_messages=args.max_messages,
-                                  error_handler=lambda exc: failures.append(f"error_handler got {exc!r}"))
+        on_error = lambda exc: failures.append(f"error_handler got {exc!r}")  # noqa: E731
+        if args.push:
+            consumer = js.create_push_consumer(STREAM, durable_name="soak", deliver_subject="soak.deliver",
+                                               ack_policy="explicit", ack_wait=120.0, flow_control=True,
+                                               idle_heartbeat=1.0, max_ack_pending=args.max_ack_pending)
+            handle = consumer.consume(slow_handler, workers=1, error_handler=on_error)
+        else:
+            consumer = js.create_consumer(STREAM, durable_name="soak", ack_policy="explicit", ack_wait=120.0)
+            handle = consumer.consume(handler, workers=2, max_messages=args.max_messages, error_handler=on_error)
         sampler = Sampler(handle)
         sampler.sample()
         sampler.start()
@@ -123,6 +142,7 @@ def soak(url: str, args: argparse.Namespace) -> list[str]:
                 next_report = now + 5.0
         took = time.monotonic() - started
         handled = handle.stats.handled
+        dropped = handle.stats.dropped
         handle.drain()
         if not handle.wait(30):
             failures.append("the consume handle did not close within 30 s of drain()")
@@ -142,6 +162,8 @@ def soak(url: str, args: argparse.Namespace) -> list[str]:
             failures.append(f"the handle ended with {handle.error!r}")
         if handled < count:
             failures.append(f"only {handled:,} of {count:,} messages handled within {args.max_seconds:.0f}s")
+        if dropped:
+            failures.append(f"{dropped:,} messages dropped")
         if info.num_pending or info.num_ack_pending:
             failures.append(f"consumer ends with {info.num_pending} pending and {info.num_ack_pending} unacked")
         try:
@@ -154,8 +176,10 @@ def soak(url: str, args: argparse.Namespace) -> list[str]:
     max_buffered = max(s[2] for s in samples)
     growth = peak_rss - start_rss
     print()
+    how = ("push, flow control, consume(workers=1), 1 ms sleep every 100" if args.push
+           else f"consume(workers=2, max_messages={args.max_messages})")
     print(f"consumed {handled:,} messages with acks in {took:.1f}s ({handled / took:,.0f} msgs/s), "
-          f"consume(workers=2, max_messages={args.max_messages}); {len(samples)} samples every {SAMPLE_EVERY}s")
+          f"{how}; {len(samples)} samples every {SAMPLE_EVERY}s; dropped {dropped}")
     print("RSS by progress:  " + "  ".join(
         f"{pct}%={rss_at(samples, count * pct // 100) / 1e6:.1f}" for pct in range(0, 101, 10)) + "  (MB)")
     print(f"RSS start     {mb(start_rss)}   (just before consume())")
@@ -164,12 +188,12 @@ def soak(url: str, args: argparse.Namespace) -> list[str]:
     print(f"RSS growth    {mb(growth)}   (peak - start; limit < {args.max_growth_mb} MB)  "
           f"{'PASS' if growth < args.max_growth_mb * 1e6 else 'FAIL'}")
     print(f"              {mb(end_rss - start_rss)}   (end - start)")
-    print(f"max buffered  {max_buffered:>8}      (limit {args.max_messages})  "
-          f"{'PASS' if max_buffered <= args.max_messages else 'FAIL'}")
+    limit = 65536 if args.push else args.max_messages
+    print(f"max buffered  {max_buffered:>8}      (limit {limit})  {'PASS' if max_buffered <= limit else 'FAIL'}")
     if growth >= args.max_growth_mb * 1e6:
         failures.append(f"RSS grew by {growth / 1e6:.1f} MB (limit {args.max_growth_mb} MB)")
-    if max_buffered > args.max_messages:
-        failures.append(f"{max_buffered} messages buffered, above max_messages={args.max_messages}")
+    if max_buffered > limit:
+        failures.append(f"{max_buffered} messages buffered, above the limit {limit}")
     return failures
 
 
@@ -188,6 +212,11 @@ def main() -> int:
     parser.add_argument("--max-messages", type=int, default=500, help="consume() buffer limit (default 500)")
     parser.add_argument("--max-growth-mb", type=float, default=20.0, help="RSS growth limit in MB (default 20)")
     parser.add_argument("--max-seconds", type=float, default=900.0, help="give up consuming after this long")
+    parser.add_argument("--push", action="store_true",
+                        help="a push consumer with flow control and a handler that sleeps 1 ms every 100 messages")
+    parser.add_argument("--max-ack-pending", type=int, default=-1,
+                        help="--push: the consumer's max_ack_pending (default -1: unlimited, so flow control alone "
+                             "paces the server; its window grows to 32 MiB in flight)")
     parser.add_argument("--server", help="a NATS URL; default: an embedded nats-server")
     parser.add_argument("--publish-only", metavar="URL", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()

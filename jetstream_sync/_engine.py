@@ -92,6 +92,8 @@ class Engine(Protocol):
     pulls: int
     #: Messages delivered to the sink so far.
     received: int
+    #: Messages refused because the reader's buffer was full (push engines; 0 for pull engines).
+    dropped: int
     #: At most this many messages are delivered and not yet taken (None: bounded in bytes instead).
     limit: int | None
 

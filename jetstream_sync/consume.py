@@ -214,6 +214,8 @@ class ConsumeStats:
     pulls: int = 0
     buffered: int = 0
     warnings: int = 0
+    #: Messages a full push buffer refused (always 0 for pull consumers, which never over-ask).
+    dropped: int = 0
 
     def _repr_html_(self) -> str:
         """HTML for Jupyter: the counters in one row. No I/O."""
@@ -380,7 +382,8 @@ class ConsumeHandle:
         """A snapshot of the counters (no I/O)."""
         return ConsumeStats(received=self._engine.received, handled=self._handled,
                             handler_errors=self._handler_errors, pulls=self._engine.pulls,
-                            buffered=self._engine.buffered(), warnings=self._warnings)
+                            buffered=self._engine.buffered(), warnings=self._warnings,
+                            dropped=self._engine.dropped)
 
     def _repr_html_(self) -> str:
         """HTML for Jupyter: the state (running/draining/stopped/error) and live counters.

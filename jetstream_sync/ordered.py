@@ -406,6 +406,7 @@ class OrderedPull:
         self.taken = self._pull.taken
         self.buffered = self._pull.buffered
         self.limit = self._pull.limit
+        self.dropped = 0
         self._name = ""          # the current server-side consumer ("" before the first)
         self._dseq = 0           # last consumer sequence received from it
         self._recv = oc.cursor   # last stream sequence received (buffered or handed over)

@@ -405,6 +405,9 @@ class ContinuousPull:
     :meth:`suspend` and :meth:`retarget`, and the credit counts carry over.
     """
 
+    #: A pull never asks for more than its buffer holds, so nothing is ever dropped.
+    dropped = 0
+
     def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink,
                  hook: ResetHook | None = None) -> None:
         self._consumer = consumer

@@ -380,3 +380,34 @@ def test_queue_members_in_other_processes_share_the_messages_each_delivered_once
                 proc.communicate()
         sub.unsubscribe()
     assert consumers(js, stream.name) == []  # the member that made it deleted it
+
+
+def test_unsubscribe_naks_what_the_handler_never_got_and_acks_only_what_it_handled(js, stream, subj):
+    gate, inside = threading.Event(), threading.Event()
+    handled: list[int] = []
+
+    def slow(msg):
+        inside.set()
+        gate.wait(10)
+        handled.append(msg.metadata.sequence.stream)
+
+    stream.create_push_consumer(durable_name="keep", deliver_subject=f"dl.{stream.name}",
+                                filter_subject=f"{subj}.a", ack_wait=4)
+    sub = js.subscribe(f"{subj}.a", durable="keep", handler=slow)
+    publish(js, f"{subj}.a", 20)
+    wait_for(lambda: sub.delivered == 20, 10, what="20 delivered")
+    assert inside.wait(10)  # the handler holds the first one
+    stopper = threading.Thread(target=sub.unsubscribe)
+    stopper.start()
+    wait_for(lambda: sub.pending == 0, 5, what="the buffer handed back")
+    gate.set()  # the one message in the handler finishes, and only it is acked
+    stopper.join(10)
+    assert handled == [1] and sub.closed
+    # The 19 others come back (NAKed; ack_wait is the server's backstop), and none was acked.
+    again = js.subscribe(f"{subj}.a", durable="keep")
+    try:
+        got = [again.next_msg(timeout=10) for _ in range(19)]
+        assert sorted(m.metadata.sequence.stream for m in got) == list(range(2, 21))
+        assert all(m.metadata.num_delivered >= 2 for m in got)  # redeliveries, not new messages
+    finally:
+        again.unsubscribe()
