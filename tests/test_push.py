@@ -352,3 +352,18 @@ def test_flow_control_is_answered_once_when_the_reader_reaches_it_and_a_stall_at
             handle.stop()
     finally:
         listener.close()
+
+
+def test_queue_subscriptions_do_not_report_gaps_since_each_member_sees_part_of_the_sequence(
+        js, stream, subj, nats_server):
+    pc = stream.create_push_consumer(durable_name="qgap", deliver_subject=f"dl.{stream.name}", deliver_group="g",
+                                     ack_policy="none")
+    rec = Recorder(ack=False)
+    with pc.consume(rec.handler, error_handler=rec.on_error):
+        publish(js, f"{subj}.a", 2)
+        wait_for(lambda: rec.count() == 2, 10, what="2 handled")
+        _send_status(nats_server.url, f"dl.{stream.name}", b"100 Idle Heartbeat",
+                     **{"Nats-Last-Consumer": "7", "Nats-Last-Stream": "9"})
+        publish(js, f"{subj}.a", 1)  # behind the heartbeat on the same connection path
+        wait_for(lambda: rec.count() == 3, 10, what="the third handled")
+    assert rec.of(jss.MessageGapError) == []

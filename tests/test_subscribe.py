@@ -411,3 +411,11 @@ def test_unsubscribe_naks_what_the_handler_never_got_and_acks_only_what_it_handl
         assert all(m.metadata.num_delivered >= 2 for m in got)  # redeliveries, not new messages
     finally:
         again.unsubscribe()
+
+
+def test_a_delete_that_fails_after_unsubscribe_goes_to_the_error_handler(js, stream, subj):
+    errors: list[BaseException] = []
+    sub = js.subscribe(f"{subj}.a", handler=lambda msg: None, durable="doomed", error_handler=errors.append)
+    js.delete_stream(stream.name)  # the consumer goes with it: deleting it afterwards must fail
+    sub.unsubscribe()
+    assert len(errors) == 1 and isinstance(errors[0], jss.StreamNotFoundError), errors
