@@ -1,6 +1,7 @@
 # Charter: the fault scenarios of the pull side, run against push consumers, plain and ordered:
 # SIGTERM/SIGKILL restarts of the server, a paused server (the heartbeat alarm fires only while it
-# is really gone), and an R3 consumer leader step-down on the 3-node cluster. Nothing is lost, the
+# is really gone), an R3 consumer leader step-down on the 3-node cluster, and a client closed under
+# a blocked read. Nothing is lost, the
 # subscription survives, only warnings are reported.
 from __future__ import annotations
 
@@ -209,3 +210,30 @@ def test_a_push_consumer_rides_out_an_r3_consumer_leader_step_down(nats_cluster)
         js.delete_stream(name)
     finally:
         client.close()
+
+
+@pytest.mark.timeout(60)
+def test_closing_the_client_ends_a_blocked_push_read_and_a_push_consume_with_client_closed(fresh_server):
+    client = connect(fresh_server.url, "push-closing")
+    js = client.jetstream()
+    js.create_stream(name="PCLOSE", subjects=["pclose.>"], storage="memory")
+    reader = js.subscribe("pclose.a", durable="reader")
+    seen = Seen()
+    worker = js.create_push_consumer("PCLOSE", durable_name="worker", deliver_subject="dl.pclose",
+                                     filter_subject="pclose.b")
+    handle = worker.consume(seen.handler, error_handler=seen.on_error)
+    outcome: list[BaseException] = []
+
+    def blocked() -> None:
+        try:
+            reader.next_msg(timeout=None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=blocked, daemon=True)
+    t.start()
+    wait_for(lambda: js.consumer_info("PCLOSE", "reader").push_bound, 5, what="the reader subscribed")
+    client.close()
+    t.join(5)
+    assert not t.is_alive() and len(outcome) == 1 and isinstance(outcome[0], jss.ClientClosedError), outcome
+    assert handle.wait(5) and isinstance(handle.error, jss.ClientClosedError)
