@@ -140,7 +140,8 @@ class Subscription:
     With a handler, ``workers`` threads run it and :meth:`next_msg` is not available; without one,
     :meth:`next_msg` and iteration give the messages on the calling thread. ``pending`` (buffered now),
     ``delivered`` (JetStream messages received) and ``dropped`` (refused by a full buffer) are counters
-    read without I/O. Leaving a ``with`` block drains it.
+    read without I/O. Leaving a ``with`` block drains it (with a handler: everything the server sent
+    before is handled first) or, without a handler, unsubscribes it (what was not read is NAKed).
     """
 
     def __init__(self, js: "JetStream", subject: str, queue: str | None, consumer: PushConsumer, created: bool,
@@ -276,8 +277,12 @@ class Subscription:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if isinstance(self._reader, MessageStream):
+            # Nobody iterates after the block: hand back what is buffered instead of leaving it to ack_wait.
+            self.unsubscribe()
+            return
         self.drain()
-        if isinstance(self._reader, ConsumeHandle) and self._reader._pool.on_worker():
+        if self._reader._pool.on_worker():
             return
         self.wait()
 
