@@ -3,6 +3,7 @@
 # and gap detection, and the rule that pull calls and push calls do not mix.
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -367,3 +368,50 @@ def test_queue_subscriptions_do_not_report_gaps_since_each_member_sees_part_of_t
         publish(js, f"{subj}.a", 1)  # behind the heartbeat on the same connection path
         wait_for(lambda: rec.count() == 3, 10, what="the third handled")
     assert rec.of(jss.MessageGapError) == []
+
+
+def _rss() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+@pytest.mark.timeout(180)
+def test_with_flow_control_a_slow_handler_keeps_memory_flat_and_nothing_is_dropped(js, client, name):
+    # The suite's short form of benchmarks/soak_consume.py --push (a million messages): 100,000 x 1 KiB
+    # through a handler that sleeps 1 ms every 100 messages. Flow control and the consumer's
+    # max_ack_pending pace the server; RSS is sampled while it runs.
+    total = 100_000
+    js.create_stream(name=name, subjects=[f"{name.lower()}.soak"], storage="file")
+    publish(js, f"{name.lower()}.soak", total, size=1024)
+    pc = js.create_push_consumer(name, durable_name="soak", deliver_subject=f"dl.{name}", flow_control=True,
+                                 idle_heartbeat=1.0, ack_wait=120)
+    handled = 0
+    done = threading.Event()
+    errors_seen: list[BaseException] = []
+
+    def slow(msg):
+        nonlocal handled
+        handled += 1
+        if handled % 100 == 0:
+            time.sleep(0.001)
+        msg.ack()
+        if handled == total:
+            done.set()
+
+    gc.collect()
+    start = _rss()
+    peak = start
+    handle = pc.consume(slow, error_handler=errors_seen.append)
+    try:
+        while not done.wait(0.2):
+            peak = max(peak, _rss())
+            assert handle.stats.buffered <= 1000  # max_ack_pending bounds what is in flight
+        peak = max(peak, _rss())
+    finally:
+        handle.stop()
+    assert handle.stats.dropped == 0 and errors_seen == []
+    assert peak - start < 20e6, f"RSS grew by {(peak - start) / 1e6:.1f} MB"
+    wait_for(lambda: pc.info().num_ack_pending == 0, 10, what="every ack applied")
