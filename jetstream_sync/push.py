@@ -16,6 +16,7 @@ import collections
 import logging
 import threading
 import time
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -192,18 +193,26 @@ class PushEngine:
             if reply.startswith(b"$JS.ACK."):  # arrived after the end: hand it back at once
                 self._write(ack_command(reply, NAK))
             return
-        self._heartbeat.seen()
-        status = status_of(raw_headers, data) if raw_headers and not data else None
-        if status is not None:
-            self._on_status(reply, *status)
-            return
-        is_js = reply.startswith(b"$JS.ACK.")
-        if is_js and self._hook is not None and not self._hook.admit(reply):
-            return
-        if is_js and self._opts.gap_check:  # first: a message dropped below still arrived, so it is no gap
-            self._check_sequence(reply)
-        size = len(subject) + len(reply) + len(raw_headers) + len(data)
+        self._heartbeat.last_seen = monotonic()  # HeartbeatWatch.seen(), inlined: once per message
+        if raw_headers and not data:
+            status = status_of(raw_headers, data)
+            if status is not None:
+                self._on_status(reply, *status)
+                return
         opts = self._opts
+        fields = None
+        is_js = reply.startswith(b"$JS.ACK.")
+        if is_js:
+            if self._hook is not None and not self._hook.admit(reply):
+                return
+            if opts.gap_check:  # first: a message dropped below still arrived, so it is no gap
+                try:
+                    fields = parse_ack_subject(reply)
+                except ValueError:
+                    pass
+                else:
+                    self._check_sequence(fields[ACK_CONSUMER_SEQ])
+        size = len(subject) + len(reply) + len(raw_headers) + len(data)
         with self._lock:
             full = (self._buffered_msgs >= opts.pending_msgs_limit
                     or self._buffered_bytes + size > opts.pending_bytes_limit)
@@ -221,15 +230,13 @@ class PushEngine:
                     f"{'they are redelivered after ack_wait' if reply else 'they are lost'}")))
             return
         self._overflowing = False
+        msg = Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply)
         if is_js:
             self.received += 1
-        self._sink(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+            msg._ack = fields  # parsed once: metadata reads it (None: parsed on first use)
+        self._sink(msg)
 
-    def _check_sequence(self, reply: bytes) -> None:
-        try:
-            dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
-        except ValueError:
-            return
+    def _check_sequence(self, dseq: int) -> None:
         last, self._dseq = self._dseq, dseq
         if last and dseq > last + 1:
             self._sink(Warning_(errors.MessageGapError(
