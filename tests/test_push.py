@@ -10,6 +10,8 @@ import time
 import pytest
 
 import jetstream_sync as jss
+from jetstream_sync._engine import Warning_
+from jetstream_sync.push import PushEngine, push_options
 
 from conftest import assert_sends_nothing, publish_n, wait_for
 
@@ -415,3 +417,21 @@ def test_with_flow_control_a_slow_handler_keeps_memory_flat_and_nothing_is_dropp
     assert handle.stats.dropped == 0 and errors_seen == []
     assert peak - start < 20e6, f"RSS grew by {(peak - start) / 1e6:.1f} MB"
     wait_for(lambda: pc.info().num_ack_pending == 0, 10, what="every ack applied")
+
+
+def test_a_jump_in_the_consumer_sequence_of_deliveries_is_reported_once_as_a_gap_and_nothing_is_held_back():
+    # The ack-subject form of gap detection, fed to the engine's loop-thread handler directly: nats-server
+    # refuses client publishes with $JS.ACK replies, so no real server lets a test forge a skipped delivery
+    # (the heartbeat form is tested against one above). No I/O happens on this path.
+    class Handle:
+        _conn = None
+        _label = "push consumer 'c' of stream 'S'"
+
+    items: list = []
+    engine = PushEngine(Handle(), push_options(jss.ConsumerConfig(deliver_subject="d")), items.append)
+    for dseq in (1, 2, 5, 6):
+        engine._on_msg(b"s.a", f"$JS.ACK.S.c.1.{dseq + 10}.{dseq}.0.0".encode(), b"x", b"")
+    gaps = [i.error for i in items if type(i) is Warning_]
+    assert [(g.last, g.received) for g in gaps] == [(2, 5)] and isinstance(gaps[0], jss.MessageGapError)
+    msgs = [i for i in items if type(i) is jss.Msg]
+    assert [m.metadata.sequence.consumer for m in msgs] == [1, 2, 5, 6]  # a gap is a warning: all delivered

@@ -419,3 +419,13 @@ def test_a_delete_that_fails_after_unsubscribe_goes_to_the_error_handler(js, str
     js.delete_stream(stream.name)  # the consumer goes with it: deleting it afterwards must fail
     sub.unsubscribe()
     assert len(errors) == 1 and isinstance(errors[0], jss.StreamNotFoundError), errors
+
+
+def test_subscribe_is_listening_before_it_creates_the_consumer(js, stream, subj):
+    # ADR-15: subscribe first, then create, so the server sees interest at once. The create call's own
+    # answer says whether it did: push_bound is already true in it.
+    sub = js.subscribe(f"{subj}.a", durable="early", handler=lambda msg: None)
+    try:
+        assert sub._created and sub._consumer.cached_info.push_bound is True
+    finally:
+        sub.unsubscribe()
