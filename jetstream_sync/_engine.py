@@ -76,7 +76,7 @@ class ResetHook(Protocol):
 
     def lost(self, reason: str, error: BaseException | None) -> bool:
         """The consumer may be gone or out of step (``reason``: "heartbeat", "no responders",
-        "deleted", "reconnect"): True means the hook recovers and the pull does nothing more."""
+        "deleted", "reconnect", "dropped"): True means the hook recovers and the engine does nothing more."""
 
 
 #: Called on the loop thread with each ``Msg``, each ``Warning_`` and one final ``Terminal``. Must not block.

@@ -46,7 +46,7 @@ def check_handlers(handler: Any, error_handler: Any, workers: Any = 1) -> None:
 
 def _nak_quietly(msg: Msg) -> None:
     try:
-        if not msg.acked:
+        if not msg.acked and msg.reply.startswith("$JS.ACK."):  # a core request's reply is not ours to answer
             msg.nak()
     except errors.JetStreamError:
         pass  # closed client or already acked: the server redelivers after ack_wait

@@ -29,6 +29,8 @@ from ._protocol import (
 )
 from .message import Msg
 
+from .config import AckPolicy
+
 if TYPE_CHECKING:
     from .config import ConsumerConfig
 
@@ -42,7 +44,7 @@ DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
 #: Flow-control subjects remembered as answered (the server asks again when unsure; answer once).
 _REMEMBERED = 16
 #: How long wind-down waits for the server's PONG before ending anyway.
-_WIND_DOWN_WAIT = 2.0
+_WIND_DOWN_WAIT = 0.5
 
 
 @attrs.frozen(kw_only=True)
@@ -57,6 +59,8 @@ class PushOptions:
     pending_bytes_limit: int
     #: Report consumer-sequence gaps (off for queue subscriptions: members see parts of the sequence).
     gap_check: bool
+    #: The consumer wants acks, so a dropped message comes back after ack_wait (AckNone: it is gone).
+    acked: bool = True
 
 
 def push_options(config: "ConsumerConfig", pending_msgs_limit: Any = DEFAULT_PENDING_MSGS,
@@ -73,7 +77,7 @@ def push_options(config: "ConsumerConfig", pending_msgs_limit: Any = DEFAULT_PEN
                        idle_heartbeat=config.idle_heartbeat or None, flow_control=bool(config.flow_control),
                        pending_msgs_limit=DEFAULT_PENDING_MSGS if msgs is None else msgs,
                        pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size,
-                       gap_check=not config.deliver_group)
+                       gap_check=not config.deliver_group, acked=config.ack_policy is not AckPolicy.NONE)
 
 
 def core_options(subject: str, queue: str | None, pending_msgs_limit: Any = DEFAULT_PENDING_MSGS,
@@ -83,7 +87,8 @@ def core_options(subject: str, queue: str | None, pending_msgs_limit: Any = DEFA
     size = check_count(pending_bytes_limit, "pending_bytes_limit")
     return PushOptions(deliver_subject=subject, deliver_group=queue or None, idle_heartbeat=None,
                        flow_control=False, pending_msgs_limit=DEFAULT_PENDING_MSGS if msgs is None else msgs,
-                       pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size, gap_check=False)
+                       pending_bytes_limit=DEFAULT_PENDING_BYTES if size is None else size, gap_check=False,
+                       acked=False)
 
 
 class CoreSubject:
@@ -140,7 +145,7 @@ class PushEngine:
         try:
             await self.retarget(self._subject)
         except BaseException:
-            self._conn.remove_listener(self)
+            self.halt(None)  # listener, alarm and all: nothing of a failed start stays behind
             raise
 
     def attach(self) -> None:
@@ -200,41 +205,55 @@ class PushEngine:
                 self._on_status(reply, *status)
                 return
         opts = self._opts
-        fields = None
+        size = len(subject) + len(reply) + len(raw_headers) + len(data)
+        # Room is checked first and taken last: only this thread adds to the counts, readers only
+        # take away, so what was free here is still free below.
+        if self._buffered_msgs >= opts.pending_msgs_limit or self._buffered_bytes + size > opts.pending_bytes_limit:
+            self._full(reply)
+            return
         is_js = reply.startswith(b"$JS.ACK.")
         if is_js:
             if self._hook is not None and not self._hook.admit(reply):
                 return
-            if opts.gap_check:  # first: a message dropped below still arrived, so it is no gap
+            if opts.gap_check:
                 try:
-                    fields = parse_ack_subject(reply)
+                    dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
                 except ValueError:
                     pass
                 else:
-                    self._check_sequence(fields[ACK_CONSUMER_SEQ])
-        size = len(subject) + len(reply) + len(raw_headers) + len(data)
+                    self._check_sequence(dseq)
         with self._lock:
-            full = (self._buffered_msgs >= opts.pending_msgs_limit
-                    or self._buffered_bytes + size > opts.pending_bytes_limit)
-            if full:
-                self.dropped += 1
-            else:
-                self._buffered_msgs += 1
-                self._buffered_bytes += size
-        if full:
-            if not self._overflowing:
-                self._overflowing = True
-                self._sink(Warning_(errors.SlowConsumerError(
-                    f"{self._consumer._label}: buffer full ({opts.pending_msgs_limit} messages or "
-                    f"{opts.pending_bytes_limit} bytes waiting): dropping messages; "
-                    f"{'they are redelivered after ack_wait' if reply else 'they are lost'}")))
-            return
+            self._buffered_msgs += 1
+            self._buffered_bytes += size
         self._overflowing = False
         msg = Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply)
         if is_js:
             self.received += 1
-            msg._ack = fields  # parsed once: metadata reads it (None: parsed on first use)
         self._sink(msg)
+
+    def _full(self, reply: bytes) -> None:
+        """A message found the buffer full: drop it, count it, say so once per episode (loop thread)."""
+        opts = self._opts
+        with self._lock:
+            self.dropped += 1
+        if opts.gap_check and reply.startswith(b"$JS.ACK."):
+            try:  # it arrived: a drop is counted and said, never also reported as a gap
+                self._dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+            except ValueError:
+                pass
+        if self._hook is not None and reply.startswith(b"$JS.ACK.") and self._hook.lost("dropped", None):
+            return  # an ordered consumer starts again after the last message it kept (every drop: idempotent)
+        if self._overflowing:
+            return
+        self._overflowing = True
+        err = errors.SlowConsumerError(
+            f"{self._consumer._label}: buffer full ({opts.pending_msgs_limit} messages or "
+            f"{opts.pending_bytes_limit} bytes waiting): dropping messages; "
+            + ("they are redelivered after ack_wait" if opts.acked and reply else "they are lost"))
+        self._sink(Warning_(err))
+
+    def _hook_seq(self) -> int:
+        return getattr(self._hook, "consumer_seq", 0)
 
     def _check_sequence(self, dseq: int) -> None:
         last, self._dseq = self._dseq, dseq
@@ -253,6 +272,9 @@ class PushEngine:
             if stalled:
                 self._answer(stalled)  # the server is stuck waiting for this answer: at once
             last = hdrs.get("Nats-Last-Consumer")
+            if self._hook is not None and last and last.isdigit() and int(last) > self._hook_seq():
+                self._hook.lost("gap", None)  # the server delivered more than the hook kept
+                return
             if self._opts.gap_check and last and last.isdigit() and self._dseq and int(last) > self._dseq:
                 seen, self._dseq = self._dseq, int(last)
                 self._sink(Warning_(errors.MessageGapError(
@@ -298,14 +320,21 @@ class PushEngine:
         if self._winding or self._stopped:
             return
         self._winding = True
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            await self._conn.unsubscribe_raw(sub, linger=_WIND_DOWN_WAIT + 1.0)
-            try:
-                await self._conn.round_trip(_WIND_DOWN_WAIT)
-            except errors.JetStreamError as exc:
-                log.debug("jetstream_sync: push wind-down without a round trip: %s", exc)
-        self.halt(None)
+        try:
+            sub, self._sub = self._sub, None
+            if sub is not None:
+                await self._conn.unsubscribe_raw(sub, linger=_WIND_DOWN_WAIT + 2.0)
+                try:
+                    await self._conn.round_trip(_WIND_DOWN_WAIT)
+                except errors.JetStreamError as exc:
+                    log.debug("jetstream_sync: push wind-down without a round trip: %s", exc)
+        finally:
+            self.halt(None)
+
+    @property
+    def ending(self) -> bool:
+        """True once the engine was told to stop (winding down or halted). No I/O."""
+        return self._winding or self._stopped
 
     def halt(self, err: BaseException | None) -> None:
         """End delivery for good (loop thread): unsubscribe, cancel the alarm, send ``Terminal``. Idempotent."""

@@ -246,7 +246,8 @@ class Subscription:
                 self._reader.wait(left)
             else:
                 self._engine.halted.wait(left)
-        self._clean_up()
+        if isinstance(self._reader, ConsumeHandle):
+            self._clean_up()  # without a handler, iteration ending (or unsubscribe) cleans up
         return True
 
     def _on_closed(self) -> None:
@@ -288,6 +289,13 @@ class Subscription:
 
     def __repr__(self) -> str:
         return f"<Subscription {self.subject!r} consumer={self.consumer_name!r} queue={self.queue!r}>"
+
+
+def _delete_quietly(js: "JetStream", stream: str, name: str) -> None:
+    try:
+        js.delete_consumer(stream, name)
+    except errors.JetStreamError as exc:
+        log.info("jetstream_sync: could not delete consumer %r of stream %r: %s", name, stream, exc)
 
 
 def _auto_ack(handler: Callable[[Msg], Any], manual_ack: bool, ack_none: bool) -> Callable[[Msg], Any]:
@@ -359,6 +367,12 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
         try:  # subscribed above, before the consumer exists: the server sees interest at once
             consumer = js.create_push_consumer(stream_name, new)
             created = True
+            if reader._engine.halted.is_set():  # delivery ended meanwhile (a refused subscribe, a close)
+                reader.stop()
+                _delete_quietly(js, stream_name, consumer.name)
+                raise reader.error or errors.JetStreamError(
+                    f"the subscription to {new.deliver_subject!r} ended before consumer {consumer.name!r} "
+                    f"was made")
         except errors.ConsumerExistsError:
             reader.stop()  # another member won the race: bind to what it made
             info = js.consumer_info(stream_name, new.name)  # type: ignore[arg-type]
@@ -444,6 +458,7 @@ class OrderedPush:
         self._dseq = 0         # last consumer sequence received from it
         self._recv = 0         # last stream sequence received
         self._resetting = False
+        self._again = False    # asked to reset while resetting
 
     pulls = 0
 
@@ -457,7 +472,11 @@ class OrderedPush:
 
     async def start(self) -> None:
         self._push.attach()
-        await self._reset("start")
+        try:
+            await self._reset("start")
+        except BaseException:  # cancelled by the caller's timeout, or worse: leave nothing running
+            self._push.halt(None)  # its Terminal deletes a consumer already made
+            raise
 
     def stop_soon(self) -> None:
         self._push.stop_soon()
@@ -481,8 +500,16 @@ class OrderedPush:
     def lost(self, reason: str, error: BaseException | None) -> bool:
         if reason == "heartbeat":
             self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
+        elif reason == "dropped" and not self._resetting:
+            self._sink(Warning_(errors.SlowConsumerError(
+                f"{self._handle._label}: buffer full; recreating it after the last message kept")))
         self._reset_soon()
         return True
+
+    @property
+    def consumer_seq(self) -> int:
+        """The last consumer sequence kept from the current consumer (the engine compares heartbeats)."""
+        return self._dseq
 
     def _deliver(self, item: Any) -> None:
         if type(item) is Terminal and self._name:
@@ -492,8 +519,12 @@ class OrderedPush:
     # -- resets ----------------------------------------------------------------
 
     def _reset_soon(self) -> None:
-        if not self._resetting and not self.halted.is_set():
-            self._js._conn.loop_thread.spawn(self._reset("reset"), name="jetstream-sync-ordered-push-reset")
+        if self.halted.is_set():
+            return
+        if self._resetting:
+            self._again = True  # out of step again while the last reset ran (it kept delivering): once more
+            return
+        self._js._conn.loop_thread.spawn(self._reset("reset"), name="jetstream-sync-ordered-push-reset")
 
     async def _reset(self, reason: str) -> None:
         if self._resetting or self.halted.is_set():
@@ -506,12 +537,20 @@ class OrderedPush:
             self._dseq = 0
             inbox = self._js._conn.new_inbox()
             await self._push.retarget(inbox)  # interest first, then the consumer
+            if self._push.ending:  # told to stop meanwhile: make nothing new
+                return
             name = await create_incarnation(self._js._jsapi, lambda: self._create_request(inbox), self._sink,
                                             self.halted, self._push.halt)
             if name is not None:
+                if self._push.ending:  # ended while creating: the Terminal did not know this one
+                    self._delete_soon(name)
+                    return
                 self._name = self._handle.name = name
         finally:
             self._resetting = False
+        if self._again:
+            self._again = False
+            self._reset_soon()
 
     def _create_request(self, inbox: str) -> tuple[str, dict[str, Any], str]:
         cfg = attrs.evolve(self._base, name=f"jss_ordered_{self._token}_{next(self._serial)}", deliver_subject=inbox)

@@ -825,3 +825,27 @@ def test_a_bad_core_subscription_is_refused_before_anything_is_sent(client):
         client.subscribe("ok", queue="a b")
     with pytest.raises(ValueError, match="pending_msgs_limit"):
         client.subscribe("ok", pending_msgs_limit=0)
+
+
+@pytest.mark.timeout(30)
+def test_stopping_a_core_subscription_never_answers_the_requests_it_held(client, nats_server):
+    subject = f"svc.{uuid.uuid4().hex}"
+    sub = client.subscribe(subject)
+    answers: list[object] = []
+
+    def ask():
+        try:
+            answers.append(requester.request(subject, b"ping", timeout=1.0).data)
+        except jss.TimeoutError as exc:
+            answers.append(exc)
+
+    requester = jss.connect(nats_server.url)
+    try:
+        t = threading.Thread(target=ask)
+        t.start()
+        wait_for(lambda: sub._engine.buffered() == 1, 5, what="the request buffered")
+        sub.stop()  # unread: a JetStream message would be NAKed; a request gets no reply from us
+        t.join(5)
+    finally:
+        requester.close()
+    assert len(answers) == 1 and isinstance(answers[0], jss.TimeoutError), answers

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -429,3 +430,16 @@ def test_subscribe_is_listening_before_it_creates_the_consumer(js, stream, subj)
         assert sub._created and sub._consumer.cached_info.push_bound is True
     finally:
         sub.unsubscribe()
+
+
+def test_an_ordered_subscription_whose_buffer_overflows_starts_again_after_the_last_message_kept(js, stream, subj):
+    seqs = publish(js, f"{subj}.a", 300)
+    errors_seen: list[BaseException] = []
+    with js.subscribe(f"{subj}.a", ordered_consumer=True, pending_msgs_limit=20,
+                      error_handler=errors_seen.append) as sub:
+        got = []
+        for _ in range(300):
+            got.append(seq_of(sub.next_msg(timeout=10)))
+            time.sleep(0.0005)  # slower than the server: the 20-message buffer overflows
+        assert got == seqs  # dropped on the way, yet every sequence once and in order
+        assert sub.dropped > 0
