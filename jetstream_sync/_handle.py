@@ -5,10 +5,11 @@
 # Rule: a handle holds no server resources; ``cached_info`` is what the last round trip said.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._protocol import DEFAULT, Timeout
 from .config import ConsumerInfo
+from .events import EventStream, open_events
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -56,6 +57,11 @@ class ConsumerHandle:
         info = self._js.consumer_info(self.stream_name, self.name, timeout=timeout)
         self._info = info
         return info
+
+    def events(self, *, types: Any = None) -> EventStream:
+        """This consumer's events (ack samples, max deliveries, NAKs, terms, actions, elections): see
+        ``JetStream.events``. Blocks only to subscribe."""
+        return open_events(self._js._conn, ">", types, stream=self.stream_name, consumer=self.name)
 
     def delete(self, *, timeout: Timeout = DEFAULT) -> None:
         """Delete this consumer on the server (one request). Raises ``ConsumerNotFoundError``."""

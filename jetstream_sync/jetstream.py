@@ -26,6 +26,7 @@ from .ordered import OrderedConsumer
 from .message import Msg
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
+from .events import EventStream, open_events
 from .subscription import Subscription, pull_subscribe, subscribe
 from .stream import Stream
 from .config import (
@@ -318,6 +319,20 @@ class JetStream:
         that contradicts an ordered consumer (a name, acks, replicas) is a ValueError.
         """
         return OrderedConsumer(self, stream, config, fields)
+
+    # -- events ------------------------------------------------------------------
+
+    def events(self, subject_filter: str = ">", *, types: Any = None) -> EventStream:
+        """Subscribe to JetStream advisories and metrics and return a blocking :class:`EventStream`.
+
+        ``subject_filter`` is matched against the subject after ``$JS.EVENT.`` (``">"``: all;
+        ``"ADVISORY.CONSUMER.>"``: consumer advisories; ``"METRIC.>"``: ack samples). ``types`` keeps
+        only those event classes or type strings. Each event is a frozen class chosen by its ``type``
+        (``MaxDeliveriesExceeded``, ``ConsumerAckMetric``, ...; unknown ones as ``UnknownEvent``).
+        Blocks only to subscribe (nothing published after this call is missed). Raises ValueError for
+        a bad filter, TypeError for a bad ``types`` entry (nothing sent).
+        """
+        return open_events(self._conn, subject_filter, types)
 
     # -- the subscribe workflow (ADR-15) ------------------------------------------
 

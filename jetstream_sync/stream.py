@@ -13,6 +13,7 @@ from . import errors
 from ._headers import Headers
 from ._protocol import DEFAULT, Timeout, check_subject
 from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_time
+from .events import EventStream, open_events
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -177,6 +178,10 @@ class Stream:
     def consumer_names(self, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
         """See ``JetStream.consumer_names``."""
         return self._js.consumer_names(self.name, timeout=timeout)
+
+    def events(self, *, types: Any = None) -> EventStream:
+        """This stream's events (its consumers' too): see ``JetStream.events``. Blocks only to subscribe."""
+        return open_events(self._js._conn, ">", types, stream=self.name)
 
     def ordered_consumer(self, config: Any = None, **fields: Any) -> Any:
         """See ``JetStream.ordered_consumer``."""

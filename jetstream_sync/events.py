@@ -1,0 +1,338 @@
+# JetStream events (SPEC section 10): the advisories and metrics nats-server publishes on
+# $JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>, as frozen attrs classes chosen by the event's "type",
+# and EventStream, a blocking iterator over them (a core subscription read by the push engine).
+#
+# Rule 1: parsing never breaks the stream: an unknown type, or a known one that does not parse,
+#         arrives as UnknownEvent with the raw dict.
+# Rule 2: times keep their nanoseconds (timestamp_ns, the *_ns durations beside the float seconds).
+# Rule 3: field names are the server's (stream, consumer, stream_seq, deliveries, action, ...).
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Mapping
+
+import attrs
+
+from . import errors
+from ._time import Timestamp, nanos_to_seconds, parse_time
+from .consume import MessageStream
+from .push import CoreSubject, PushEngine, core_options
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+__all__ = [
+    "ApiAudit", "ConsumerAckMetric", "ConsumerAction", "Event", "EventStream", "LeaderElected", "MaxDeliveriesExceeded",
+    "MessageNaked", "MessageTerminated", "StreamAction", "UnknownEvent", "event_from", "open_events",
+]
+
+_PREFIX = "$JS.EVENT."
+_ADVISORY = "io.nats.jetstream.advisory.v1."
+_METRIC = "io.nats.jetstream.metric.v1."
+
+
+def _ns(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """What every event has: the server's ``type`` string, ``id``, ``timestamp`` (with its
+    nanoseconds; ``timestamp_ns`` is the exact value sent) and ``raw``, the dict as received."""
+
+    #: The ``type`` strings this class stands for.
+    TYPES: ClassVar[tuple[str, ...]] = ()
+
+    type: str
+    id: str | None = None
+    timestamp: Timestamp | None = None
+    timestamp_ns: int | None = None
+    raw: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The subclass's own fields from the server's dict (same names; durations split below)."""
+        return {}
+
+    def _rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [("type", self.type), ("time", self.timestamp)]
+        for f in attrs.fields(type(self)):
+            if f.name not in ("type", "id", "timestamp", "timestamp_ns", "raw") and not f.name.endswith("_ns"):
+                rows.append((f.name, getattr(self, f.name)))
+        return rows
+
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: the type, stream, consumer and main fields as a small table. No I/O."""
+        from . import _html
+
+        return _html.kv_table(type(self).__name__, getattr(self, "stream", None), self._rows())
+
+
+def _str(doc: Mapping[str, Any], key: str) -> str | None:
+    value = doc.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _int(doc: Mapping[str, Any], key: str) -> int | None:
+    value = doc.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerAckMetric(Event):
+    """An ack sample of a consumer with ``sample_freq``: how long the ack took after the delivery."""
+
+    TYPES = (_METRIC + "consumer_ack",)
+    stream: str | None = None
+    consumer: str | None = None
+    consumer_seq: int | None = None
+    stream_seq: int | None = None
+    #: Seconds from delivery to ack (``ack_time_ns``: the exact nanoseconds sent).
+    ack_time: float | None = None
+    ack_time_ns: int | None = None
+    deliveries: int | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        ns = _ns(doc.get("ack_time"))
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
+                    stream_seq=_int(doc, "stream_seq"), ack_time=None if ns is None else float(nanos_to_seconds(ns)),
+                    ack_time_ns=ns, deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class MaxDeliveriesExceeded(Event):
+    """A message reached the consumer's ``max_deliver``: it will not be delivered again."""
+
+    TYPES = (_ADVISORY + "max_deliver",)
+    stream: str | None = None
+    consumer: str | None = None
+    stream_seq: int | None = None
+    deliveries: int | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), stream_seq=_int(doc, "stream_seq"),
+                    deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class MessageTerminated(Event):
+    """A message was terminated with ``msg.term(reason)``."""
+
+    TYPES = (_ADVISORY + "terminated",)
+    stream: str | None = None
+    consumer: str | None = None
+    consumer_seq: int | None = None
+    stream_seq: int | None = None
+    deliveries: int | None = None
+    reason: str | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
+                    stream_seq=_int(doc, "stream_seq"), deliveries=_int(doc, "deliveries"),
+                    reason=_str(doc, "reason"), domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class MessageNaked(Event):
+    """A message was NAKed (``msg.nak()``)."""
+
+    TYPES = (_ADVISORY + "nak",)
+    stream: str | None = None
+    consumer: str | None = None
+    consumer_seq: int | None = None
+    stream_seq: int | None = None
+    deliveries: int | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
+                    stream_seq=_int(doc, "stream_seq"), deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerAction(Event):
+    """A consumer was created, deleted or modified (``action``: ``create``, ``delete``, ``modify``)."""
+
+    TYPES = (_ADVISORY + "consumer_action",)
+    stream: str | None = None
+    consumer: str | None = None
+    action: str | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), action=_str(doc, "action"),
+                    domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class StreamAction(Event):
+    """A stream was created, deleted or modified (``action``: ``create``, ``delete``, ``modify``)."""
+
+    TYPES = (_ADVISORY + "stream_action",)
+    stream: str | None = None
+    action: str | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stream=_str(doc, "stream"), action=_str(doc, "action"), domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class LeaderElected(Event):
+    """A stream's or a consumer's Raft group elected a leader (``consumer`` is None for a stream's)."""
+
+    TYPES = (_ADVISORY + "stream_leader_elected", _ADVISORY + "consumer_leader_elected")
+    stream: str | None = None
+    consumer: str | None = None
+    leader: str | None = None
+    replicas: tuple[str, ...] = ()
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        leader = doc.get("leader")
+        replicas = doc.get("replicas") or []
+        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"),
+                    leader=leader.get("name") if isinstance(leader, Mapping) else _str(doc, "leader"),
+                    replicas=tuple(r.get("name", "") for r in replicas if isinstance(r, Mapping)),
+                    domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class ApiAudit(Event):
+    """A JetStream API request and the server's answer (``subject``, ``request``, ``response`` as sent)."""
+
+    TYPES = (_ADVISORY + "api_audit",)
+    subject: str | None = None
+    request: str | None = None
+    response: str | None = None
+    domain: str | None = None
+
+    @classmethod
+    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(subject=_str(doc, "subject"), request=_str(doc, "request"), response=_str(doc, "response"),
+                    domain=_str(doc, "domain"))
+
+
+@attrs.frozen(kw_only=True)
+class UnknownEvent(Event):
+    """An event of a type this version does not know (or one that did not parse): ``raw`` has it all."""
+
+
+_BY_TYPE: dict[str, type[Event]] = {
+    t: cls for cls in (ConsumerAckMetric, MaxDeliveriesExceeded, MessageTerminated, MessageNaked, ConsumerAction,
+                       StreamAction, LeaderElected, ApiAudit)
+    for t in cls.TYPES
+}
+
+
+def event_from(data: bytes | str | Mapping[str, Any]) -> Event:
+    """The typed event for one advisory or metric payload. Never raises for bad input: anything that
+    does not parse is an :class:`UnknownEvent` (``raw`` holds what could be read)."""
+    try:
+        doc = data if isinstance(data, Mapping) else json.loads(data)
+    except ValueError:
+        return UnknownEvent(type="", raw={"data": data.decode("utf-8", "replace") if isinstance(data, bytes) else data})
+    if not isinstance(doc, Mapping):
+        return UnknownEvent(type="", raw={"data": doc})
+    kind = doc.get("type") if isinstance(doc.get("type"), str) else ""
+    try:
+        ts = parse_time(doc.get("timestamp")) if isinstance(doc.get("timestamp"), str) else None
+    except ValueError:
+        ts = None
+    base = dict(type=kind, id=_str(doc, "id"), timestamp=ts, timestamp_ns=None if ts is None else ts.timestamp_ns(),
+                raw=dict(doc))
+    cls = _BY_TYPE.get(kind, UnknownEvent)
+    try:
+        return cls(**base, **cls._fields_from(doc))
+    except (TypeError, ValueError, AttributeError):
+        return UnknownEvent(**base)
+
+
+def _wanted(types: Iterable[type[Event] | str] | None) -> Callable[[Event], bool] | None:
+    if types is None:
+        return None
+    names: set[str] = set()
+    classes: list[type] = []
+    for t in types:
+        if isinstance(t, str):
+            names.add(t)
+        elif isinstance(t, type) and issubclass(t, Event):
+            classes.append(t)
+        else:
+            raise TypeError(f"types must be Event classes or type strings, got {t!r}")
+    return lambda ev: ev.type in names or isinstance(ev, tuple(classes))
+
+
+class EventStream:
+    """A blocking iterator over JetStream events, subscribed when made (nothing published after the
+    call is missed). Iterate or call :meth:`next`; :meth:`stop` ends it. Waits wake every 0.25 s, so
+    Ctrl-C interrupts them (and stops the stream). Use from one thread."""
+
+    def __init__(self, conn: "Connection", subject: str, keep: Callable[[Event], bool] | None) -> None:
+        self._keep = keep
+        self.subject = subject
+        self._msgs = MessageStream(CoreSubject(conn, subject, None), core_options(subject, None), engine=PushEngine,
+                                   timeout=conn.default_timeout)
+
+    def next(self, timeout: float | None = None) -> Event:
+        """The next event, waiting at most ``timeout`` seconds (None: until one comes).
+
+        Raises ``jetstream_sync.TimeoutError`` when none comes in time, ``StopIteration`` once stopped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                msg = self._msgs.next(left)
+            except errors.TimeoutError:
+                raise errors.TimeoutError.after(f"events().next() on {self.subject!r}", timeout, "no event") from None
+            event = event_from(msg.data)
+            if self._keep is None or self._keep(event):
+                return event
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        return self.next(None)
+
+    def stop(self) -> None:
+        """Unsubscribe; events not yet read are dropped and iteration ends. Idempotent."""
+        self._msgs.stop()
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def open_events(conn: "Connection", subject_filter: str, types: Iterable[type[Event] | str] | None = None,
+                stream: str | None = None, consumer: str | None = None) -> EventStream:
+    """(used by ``JetStream.events``, ``Stream.events``, ``Consumer.events``) Subscribe to
+    ``$JS.EVENT.<subject_filter>``, keeping the events of ``types`` (classes or type strings) and,
+    when given, of one stream or one consumer."""
+    if not isinstance(subject_filter, str) or not subject_filter or " " in subject_filter:
+        raise ValueError(f"subject_filter must be a subject after $JS.EVENT., e.g. '>' or 'ADVISORY.CONSUMER.>', "
+                         f"got {subject_filter!r}")
+    wanted = _wanted(types)
+
+    def keep(event: Event) -> bool:
+        if stream is not None and getattr(event, "stream", None) != stream:
+            return False
+        if consumer is not None and getattr(event, "consumer", None) != consumer:
+            return False
+        return wanted is None or wanted(event)
+
+    plain = wanted is None and stream is None and consumer is None
+    return EventStream(conn, _PREFIX + subject_filter, None if plain else keep)

@@ -1,0 +1,132 @@
+# JetStream events (SPEC section 10) against a real nats-server: each event type is made to happen for
+# real (a NAK, a term, a consumer out of deliveries, an ack sample, creating and deleting), read typed
+# through js.events(), stream.events() and consumer.events(); plus the parser on its own: unknown and
+# malformed events never break the stream, times keep their nanoseconds.
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import jetstream_sync as jss
+from jetstream_sync.events import event_from
+
+from conftest import publish_n
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def next_of(events: jss.EventStream, cls: type, timeout: float = 10.0):
+    """The next event of class ``cls`` (others are skipped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ev = events.next(timeout=max(0.01, deadline - time.monotonic()))
+        if isinstance(ev, cls):
+            return ev
+
+
+def test_a_nak_a_term_and_running_out_of_deliveries_each_arrive_typed(js, stream, subj):
+    consumer = stream.create_consumer(durable_name="poison", max_deliver=2, ack_wait=30)
+    with consumer.events() as events:
+        publish_n(js, f"{subj}.a", 2)
+        first = consumer.next(timeout=5)
+        first.nak()
+        naked = next_of(events, jss.MessageNaked)
+        assert (naked.stream, naked.consumer, naked.stream_seq, naked.deliveries) == (stream.name, "poison", 1, 1)
+        second = consumer.next(timeout=5)  # message 2 (message 1 comes back after it or before: either)
+        msgs = {second.metadata.sequence.stream: second}
+        while 2 not in msgs or 1 not in msgs:
+            m = consumer.next(timeout=5)
+            msgs[m.metadata.sequence.stream] = m
+        msgs[2].term(reason="cannot parse")
+        termed = next_of(events, jss.MessageTerminated)
+        assert (termed.stream_seq, termed.reason) == (2, "cannot parse")
+        msgs[1].nak()  # its second and last delivery
+        with pytest.raises(jss.TimeoutError):
+            consumer.next(timeout=1)  # the pull that finds message 1 out of deliveries
+        exceeded = next_of(events, jss.MaxDeliveriesExceeded)
+        assert (exceeded.stream, exceeded.consumer, exceeded.stream_seq, exceeded.deliveries) == (
+            stream.name, "poison", 1, 2)
+        assert exceeded.timestamp is not None and exceeded.timestamp_ns == exceeded.timestamp.timestamp_ns()
+
+
+def test_ack_samples_arrive_with_the_delay_in_seconds_and_exact_nanoseconds(js, stream, subj):
+    consumer = stream.create_consumer(durable_name="sampled", sample_freq="100%")
+    with js.events("METRIC.>", types=[jss.ConsumerAckMetric]) as events:
+        publish_n(js, f"{subj}.a", 1)
+        consumer.next(timeout=5).ack()
+        sample = events.next(timeout=10)
+    assert isinstance(sample, jss.ConsumerAckMetric)
+    assert (sample.stream, sample.consumer, sample.stream_seq, sample.deliveries) == (stream.name, "sampled", 1, 1)
+    assert sample.ack_time_ns == sample.raw["ack_time"] and sample.ack_time == pytest.approx(sample.ack_time_ns / 1e9)
+
+
+def test_creating_and_deleting_streams_and_consumers_are_actions_with_the_servers_words(js, name, subj):
+    with js.events("ADVISORY.>", types=[jss.StreamAction, jss.ConsumerAction]) as events:
+        stream = js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
+        stream.create_consumer(durable_name="c1")
+        js.delete_consumer(name, "c1")
+        js.delete_stream(name)
+        seen = [(type(e).__name__, e.action, getattr(e, "consumer", None)) for e in
+                (events.next(timeout=10) for _ in range(4))]
+    assert seen == [("StreamAction", "create", None), ("ConsumerAction", "create", "c1"),
+                    ("ConsumerAction", "delete", "c1"), ("StreamAction", "delete", None)]
+
+
+def test_stream_events_keep_one_stream_and_types_accepts_type_strings(js, stream, subj, name):
+    other = js.create_stream(name=name + "_O", subjects=[f"other{subj}.>"], storage="memory")
+    with stream.events(types=["io.nats.jetstream.advisory.v1.consumer_action"]) as events:
+        other.create_consumer(durable_name="elsewhere")
+        stream.create_consumer(durable_name="here")
+        ev = events.next(timeout=10)
+    assert (ev.stream, ev.consumer, ev.action) == (stream.name, "here", "create")
+
+
+def test_an_event_of_an_unknown_type_arrives_as_unknown_and_the_stream_goes_on(js, client, stream):
+    with js.events("ADVISORY.>") as events:
+        client.publish("$JS.EVENT.ADVISORY.TEST.NEW", json.dumps({"type": "io.example.v1.new_kind", "x": 1}))
+        client.publish("$JS.EVENT.ADVISORY.TEST.NEW", b"not json")
+        stream.create_consumer(durable_name="after")
+        got = [events.next(timeout=10) for _ in range(3)]
+    assert isinstance(got[0], jss.UnknownEvent) and got[0].type == "io.example.v1.new_kind" and got[0].raw["x"] == 1
+    assert isinstance(got[1], jss.UnknownEvent) and got[1].raw == {"data": "not json"}
+    assert isinstance(got[2], jss.ConsumerAction)
+
+
+def test_next_times_out_and_stop_ends_iteration(js):
+    events = js.events("ADVISORY.NOTHING.>")
+    with pytest.raises(jss.TimeoutError, match="no event"):
+        events.next(timeout=0.2)
+    events.stop()
+    with pytest.raises(StopIteration):
+        events.next(timeout=0.2)
+
+
+# --- the parser on its own ----------------------------------------------------------------------
+
+
+def test_the_parser_keeps_nanoseconds_and_never_raises():
+    doc = {"type": "io.nats.jetstream.advisory.v1.terminated", "id": "x1", "timestamp": "2026-11-25T07:00:00.123456789Z",
+           "stream": "S", "consumer": "C", "consumer_seq": 3, "stream_seq": 40, "deliveries": 2, "reason": "bad"}
+    ev = event_from(json.dumps(doc).encode())
+    assert isinstance(ev, jss.MessageTerminated) and ev.timestamp_ns % 1_000_000_000 == 123456789
+    assert (ev.stream_seq, ev.deliveries, ev.reason) == (40, 2, "bad")
+    broken = event_from({**doc, "timestamp": "yesterday"})
+    assert isinstance(broken, jss.MessageTerminated) and broken.timestamp is None
+    assert isinstance(event_from(b"[1, 2]"), jss.UnknownEvent)
+    assert isinstance(event_from({"type": 7}), jss.UnknownEvent)
+
+
+def test_events_show_as_a_small_table_in_a_notebook():
+    ev = event_from({"type": "io.nats.jetstream.advisory.v1.max_deliver", "stream": "ORDERS", "consumer": "NEW",
+                     "stream_seq": 40, "deliveries": 5})
+    html = ev._repr_html_()
+    assert "MaxDeliveriesExceeded" in html and "ORDERS" in html and "40" in html and "deliveries" in html
+
+
+def test_bad_filters_and_types_are_refused_before_anything_is_sent(js):
+    with pytest.raises(ValueError, match="subject_filter"):
+        js.events("two words")
+    with pytest.raises(TypeError, match="types"):
+        js.events(types=[42])
