@@ -52,8 +52,18 @@ class Event:
 
     @classmethod
     def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        """The subclass's own fields from the server's dict (same names; durations split below)."""
-        return {}
+        """The subclass's own fields from the server's dict, by the same names: an ``int`` field takes
+        an int, any other a str (a value of another kind is left out). Subclasses add what differs."""
+        out: dict[str, Any] = {}
+        for f in attrs.fields(cls):
+            if f.name in _BASE or f.name.endswith("_ns") or f.name not in doc:
+                continue
+            value = doc[f.name]
+            wants_int = "int" in str(f.type)
+            if (wants_int and isinstance(value, int) and not isinstance(value, bool)) or \
+                    (not wants_int and isinstance(value, str)):
+                out[f.name] = value
+        return out
 
     def _rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [("type", self.type), ("time", self.timestamp)]
@@ -69,14 +79,13 @@ class Event:
         return _html.kv_table(type(self).__name__, getattr(self, "stream", None), self._rows())
 
 
+#: The fields every event has, filled by event_from itself.
+_BASE = frozenset({"type", "id", "timestamp", "timestamp_ns", "raw"})
+
+
 def _str(doc: Mapping[str, Any], key: str) -> str | None:
     value = doc.get(key)
     return value if isinstance(value, str) else None
-
-
-def _int(doc: Mapping[str, Any], key: str) -> int | None:
-    value = doc.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -96,10 +105,9 @@ class ConsumerAckMetric(Event):
 
     @classmethod
     def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        ns = _ns(doc.get("ack_time"))
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
-                    stream_seq=_int(doc, "stream_seq"), ack_time=None if ns is None else float(nanos_to_seconds(ns)),
-                    ack_time_ns=ns, deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
+        ns = _ns(doc.get("ack_time"))  # the server sends nanoseconds
+        return {**super()._fields_from({k: v for k, v in doc.items() if k != "ack_time"}),
+                "ack_time": None if ns is None else float(nanos_to_seconds(ns)), "ack_time_ns": ns}
 
 
 @attrs.frozen(kw_only=True)
@@ -113,10 +121,6 @@ class MaxDeliveriesExceeded(Event):
     deliveries: int | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), stream_seq=_int(doc, "stream_seq"),
-                    deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)
@@ -132,11 +136,6 @@ class MessageTerminated(Event):
     reason: str | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
-                    stream_seq=_int(doc, "stream_seq"), deliveries=_int(doc, "deliveries"),
-                    reason=_str(doc, "reason"), domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)
@@ -151,10 +150,6 @@ class MessageNaked(Event):
     deliveries: int | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), consumer_seq=_int(doc, "consumer_seq"),
-                    stream_seq=_int(doc, "stream_seq"), deliveries=_int(doc, "deliveries"), domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)
@@ -167,10 +162,6 @@ class ConsumerAction(Event):
     action: str | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"), action=_str(doc, "action"),
-                    domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)
@@ -182,9 +173,6 @@ class StreamAction(Event):
     action: str | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(stream=_str(doc, "stream"), action=_str(doc, "action"), domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)
@@ -202,10 +190,9 @@ class LeaderElected(Event):
     def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
         leader = doc.get("leader")
         replicas = doc.get("replicas") or []
-        return dict(stream=_str(doc, "stream"), consumer=_str(doc, "consumer"),
-                    leader=leader.get("name") if isinstance(leader, Mapping) else _str(doc, "leader"),
-                    replicas=tuple(r.get("name", "") for r in replicas if isinstance(r, Mapping)),
-                    domain=_str(doc, "domain"))
+        return {**super()._fields_from({k: v for k, v in doc.items() if k not in ("leader", "replicas")}),
+                "leader": leader.get("name") if isinstance(leader, Mapping) else _str(doc, "leader"),
+                "replicas": tuple(r.get("name", "") for r in replicas if isinstance(r, Mapping))}
 
 
 @attrs.frozen(kw_only=True)
@@ -218,10 +205,6 @@ class ApiAudit(Event):
     response: str | None = None
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(subject=_str(doc, "subject"), request=_str(doc, "request"), response=_str(doc, "response"),
-                    domain=_str(doc, "domain"))
 
 
 @attrs.frozen(kw_only=True)

@@ -130,3 +130,25 @@ def test_bad_filters_and_types_are_refused_before_anything_is_sent(js):
         js.events("two words")
     with pytest.raises(TypeError, match="types"):
         js.events(types=[42])
+
+
+@pytest.mark.timeout(120)
+def test_a_leader_step_down_on_the_cluster_is_a_leader_elected_event(nats_cluster):
+    name = f"EV_{int(time.time() * 1000) % 10**8}"
+    client = jss.connect(nats_cluster.urls, name="events-cluster", timeout=5.0)
+    try:
+        js = client.jetstream(retry=jss.RetryPolicy(attempts=30, initial_backoff=0.1, max_backoff=1.0))
+        stream = js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="file", num_replicas=3)
+        stream.create_consumer(durable_name="c", num_replicas=3)
+        with stream.events(types=[jss.LeaderElected]) as events:
+            old = stream.info().cluster.leader
+            answer = json.loads(client.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{name}", b"", timeout=5.0).data)
+            assert answer.get("success") is True, answer
+            elected = events.next(timeout=30)
+            while elected.consumer is not None:  # a consumer's election may come first: a stream's is wanted
+                elected = events.next(timeout=30)
+        assert elected.stream == name and elected.leader and elected.leader != old
+        assert len(elected.replicas) == 3 and elected.leader in elected.replicas
+        js.delete_stream(name)
+    finally:
+        client.close()
