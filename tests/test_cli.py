@@ -80,7 +80,7 @@ def unused_url() -> str:
 @pytest.mark.timeout(30)
 def test_help_lists_every_command_and_the_exit_codes():
     out = ok(cli("--help"))
-    for command in ("account", "stream", "consumer", "pub", "sub", "server", "demo"):
+    for command in ("account", "stream", "consumer", "pub", "sub", "events", "server", "demo"):
         assert re.search(rf"^\s+{command}\s", out, re.M), command
     for code in ("0", "1", "2", "3", "4", "130"):
         assert re.search(rf"^\s+{code}\s+\S", out, re.M), f"exit code {code} not in the epilog"

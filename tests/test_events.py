@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import threading
 import time
 
 import pytest
@@ -13,6 +16,7 @@ import jetstream_sync as jss
 from jetstream_sync.events import event_from
 
 from conftest import publish_n
+from test_cli import CLI, cli_env
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -152,3 +156,73 @@ def test_a_leader_step_down_on_the_cluster_is_a_leader_elected_event(nats_cluste
         js.delete_stream(name)
     finally:
         client.close()
+
+
+# --- the command line ------------------------------------------------------------------------------
+
+
+def _cli_while(args: list[str], server, act) -> list[str]:
+    """Run the console script and call ``act()`` every 0.2 s until it exits (it subscribes on its own
+    time: acting until it has seen enough needs no view of its subscription); return stdout's lines."""
+    proc = subprocess.Popen([str(CLI), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=cli_env(server))
+    try:
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            act()
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=10)
+        assert proc.returncode == 0 and err == "", err
+        return out.splitlines()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_the_events_command_prints_one_json_object_per_line_with_the_servers_fields(js, stream, nats_server):
+    made = iter(range(1000))
+    lines = _cli_while(["events", "--filter", "ADVISORY.CONSUMER.CREATED.>", "--count", "2", "--json"], nats_server,
+                       lambda: stream.create_consumer(durable_name=f"probe{next(made)}"))
+    docs = [json.loads(line) for line in lines]  # every line parses on its own
+    assert len(docs) == 2
+    assert all(d["type"] == "io.nats.jetstream.advisory.v1.consumer_action" and d["action"] == "create" and
+               d["stream"] == stream.name for d in docs)
+
+
+def test_consumer_events_prints_ack_samples_as_the_jetstream_model_shows_them(js, stream, subj, nats_server):
+    consumer = stream.create_consumer(durable_name="NEW", sample_freq="100%")
+
+    def ack_one() -> None:
+        publish_n(js, f"{subj}.a", 1)
+        consumer.next(timeout=5).ack()
+
+    lines = _cli_while(["consumer", "events", stream.name, "NEW", "--count", "1"], nats_server, ack_one)
+    text = "\n".join(lines)
+    assert "Acknowledgement Sample" in lines[0]
+    assert f"Consumer: {stream.name} > NEW" in text and "Stream Sequence: " in text
+    assert "Deliveries: 1" in text and "Delay: " in text
+
+
+def test_ctrl_c_ends_the_events_command_within_a_second_with_one_line(js, stream, nats_server):
+    proc = subprocess.Popen([str(CLI), "events", "--filter", "ADVISORY.CONSUMER.CREATED.>"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=cli_env(nats_server))
+    try:
+        first: list[str] = []
+        reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        made = 0
+        while reader.is_alive() and made < 100:  # until it has printed an event, so it is surely subscribed
+            stream.create_consumer(durable_name=f"probe{made}")
+            made += 1
+            reader.join(0.2)
+        assert first and "Consumer Action" in first[0]
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130 and time.monotonic() - started < 1.5
+    assert err.splitlines() == ["jetstream-sync: error: interrupted"]

@@ -40,6 +40,7 @@ from ._output import (
     print_message,
 )
 from ._session import Session
+from .events import run_events
 
 __all__ = ["register"]
 
@@ -99,6 +100,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                       help="acknowledge each message printed (default: --ack)")
     sub_.set_defaults(handler=cmd_sub)
 
+    ev = cmds.add_parser("events", parents=[common], help="print one consumer's advisories and ack samples",
+                         description="Print the advisories and ack samples of one consumer as they arrive "
+                                     "(--json: one object per line). Runs until --count events or Ctrl-C.")
+    ev.add_argument("stream", metavar="STREAM")
+    ev.add_argument("consumer", metavar="NAME")
+    ev.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N events")
+    ev.set_defaults(handler=cmd_events)
+
     rm = cmds.add_parser("rm", parents=[common], help="delete a consumer (no prompt)")
     rm.add_argument("stream", metavar="STREAM")
     rm.add_argument("consumer", metavar="NAME")
@@ -157,8 +166,8 @@ def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
     return _looked_up(lambda: js.consumer(stream, name), stream, name)
 
 
-def _info(js: jss.JetStream, stream: str, name: str) -> jss.ConsumerInfo:
-    """Either kind's info."""
+def consumer_info(js: jss.JetStream, stream: str, name: str) -> jss.ConsumerInfo:
+    """Either kind's info; a missing stream or consumer is NotFound (exit 3)."""
     return _looked_up(lambda: js.consumer_info(stream, name), stream, name)
 
 
@@ -323,7 +332,7 @@ def show_info(out: Output, info: jss.ConsumerInfo) -> None:
 
 def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer info STREAM NAME``: config and progress (``--json``: the ConsumerInfo)."""
-    info = _info(session.js(), args.stream, args.consumer)
+    info = consumer_info(session.js(), args.stream, args.consumer)
     if out.json:
         out.emit(info.to_dict())
     else:
@@ -406,7 +415,7 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
     until ``--count`` messages arrived or Ctrl-C (exit 130, what was not printed is NAKed).
     """
     js = session.js()
-    info = _info(js, args.stream, args.consumer)
+    info = consumer_info(js, args.stream, args.consumer)
     if not info.config.deliver_subject:
         raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: "
                            f"use `consumer next`")
@@ -424,6 +433,14 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
             if args.count is not None and received >= args.count:
                 break
     return 0
+
+
+def cmd_events(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer events STREAM NAME [--count N]``: the events of one consumer, pull or push."""
+    js = session.js()
+    info = consumer_info(js, args.stream, args.consumer)
+    handle = (js.push_consumer if info.config.deliver_subject else js.consumer)(args.stream, args.consumer)
+    return run_events(handle.events(), out, args.count)
 
 
 def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
