@@ -23,8 +23,11 @@ if TYPE_CHECKING:
     from ._connection import Connection
 
 __all__ = [
-    "ApiAudit", "ConsumerAckMetric", "ConsumerAction", "Event", "EventStream", "LeaderElected", "MaxDeliveriesExceeded",
-    "MessageNaked", "MessageTerminated", "StreamAction", "UnknownEvent", "event_from", "open_events",
+    "ApiAudit", "ApiLimitReached", "ConsumerAckMetric", "ConsumerAction", "ConsumerGroupPinned",
+    "ConsumerGroupUnpinned", "ConsumerPause", "DomainLeaderElected", "Event", "EventStream", "LeaderElected",
+    "MaxDeliveriesExceeded", "MessageNaked", "MessageTerminated", "MetaRescue", "QuorumLost", "RestoreCompleted",
+    "RestoreCreated", "ServerOutOfSpace", "ServerRemoved", "SnapshotCompleted", "SnapshotCreated",
+    "StreamAction", "StreamBatchAbandoned", "UnknownEvent", "event_from", "open_events",
 ]
 
 _PREFIX = "$JS.EVENT."
@@ -58,10 +61,8 @@ class Event:
         for f in attrs.fields(cls):
             if f.name in _BASE or f.name.endswith("_ns") or f.name not in doc:
                 continue
-            value = doc[f.name]
-            wants_int = "int" in str(f.type)
-            if (wants_int and isinstance(value, int) and not isinstance(value, bool)) or \
-                    (not wants_int and isinstance(value, str)):
+            value = _typed(str(f.type), doc[f.name])
+            if value is not None:
                 out[f.name] = value
         return out
 
@@ -77,6 +78,25 @@ class Event:
         from . import _html
 
         return _html.kv_table(type(self).__name__, getattr(self, "stream", None), self._rows())
+
+
+def _typed(annotation: str, value: Any) -> Any:
+    """``value`` if it has the kind the field's annotation names (None otherwise): bool, times (RFC
+    3339 text), int, dicts, replica lists (their names), else str."""
+    if "bool" in annotation:
+        return value if isinstance(value, bool) else None
+    if "Timestamp" in annotation:
+        try:
+            return parse_time(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+    if "int" in annotation:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if "Mapping" in annotation:
+        return dict(value) if isinstance(value, Mapping) else None
+    if "tuple" in annotation:
+        return tuple(r.get("name", "") for r in value if isinstance(r, Mapping)) if isinstance(value, list) else None
+    return value if isinstance(value, str) else None
 
 
 #: The fields every event has, filled by event_from itself.
@@ -186,14 +206,6 @@ class LeaderElected(Event):
     replicas: tuple[str, ...] = ()
     domain: str | None = None
 
-    @classmethod
-    def _fields_from(cls, doc: Mapping[str, Any]) -> dict[str, Any]:
-        leader = doc.get("leader")
-        replicas = doc.get("replicas") or []
-        return {**super()._fields_from({k: v for k, v in doc.items() if k not in ("leader", "replicas")}),
-                "leader": leader.get("name") if isinstance(leader, Mapping) else _str(doc, "leader"),
-                "replicas": tuple(r.get("name", "") for r in replicas if isinstance(r, Mapping))}
-
 
 @attrs.frozen(kw_only=True)
 class ApiAudit(Event):
@@ -208,13 +220,174 @@ class ApiAudit(Event):
 
 
 @attrs.frozen(kw_only=True)
+class ConsumerPause(Event):
+    """A consumer was paused (until ``pause_until``) or resumed (``paused`` false)."""
+
+    TYPES = (_ADVISORY + "consumer_pause",)
+    stream: str | None = None
+    consumer: str | None = None
+    paused: bool | None = None
+    pause_until: Timestamp | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerGroupPinned(Event):
+    """A priority group of a consumer pinned a new client (``pinned_id``)."""
+
+    TYPES = (_ADVISORY + "consumer_group_pinned",)
+    stream: str | None = None
+    consumer: str | None = None
+    group: str | None = None
+    pinned_id: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerGroupUnpinned(Event):
+    """A priority group lost its pinned client (``reason``: ``admin`` or ``timeout``)."""
+
+    TYPES = (_ADVISORY + "consumer_group_unpinned",)
+    stream: str | None = None
+    consumer: str | None = None
+    group: str | None = None
+    reason: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class QuorumLost(Event):
+    """A clustered stream (``consumer`` None) or consumer lost quorum and is stalled."""
+
+    TYPES = (_ADVISORY + "stream_quorum_lost", _ADVISORY + "consumer_quorum_lost")
+    stream: str | None = None
+    consumer: str | None = None
+    replicas: tuple[str, ...] = ()
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DomainLeaderElected(Event):
+    """The JetStream meta group (the domain) elected a leader."""
+
+    TYPES = (_ADVISORY + "domain_leader_elected",)
+    leader: str | None = None
+    replicas: tuple[str, ...] = ()
+    cluster: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotCreated(Event):
+    """A stream snapshot started (``state``: the stream's state as sent)."""
+
+    TYPES = (_ADVISORY + "snapshot_create",)
+    stream: str | None = None
+    state: Mapping[str, Any] | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotCompleted(Event):
+    """A stream snapshot ended (``error`` when it failed)."""
+
+    TYPES = (_ADVISORY + "snapshot_complete",)
+    stream: str | None = None
+    start: Timestamp | None = None
+    end: Timestamp | None = None
+    error: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RestoreCreated(Event):
+    """A stream restore started."""
+
+    TYPES = (_ADVISORY + "restore_create",)
+    stream: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RestoreCompleted(Event):
+    """A stream restore ended, ``bytes`` restored."""
+
+    TYPES = (_ADVISORY + "restore_complete",)
+    stream: str | None = None
+    start: Timestamp | None = None
+    end: Timestamp | None = None
+    bytes: int | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class StreamBatchAbandoned(Event):
+    """An atomic publish batch was abandoned (``reason``: timeout, large, incomplete, unsupported)."""
+
+    TYPES = (_ADVISORY + "stream_batch_abandoned",)
+    stream: str | None = None
+    batch: str | None = None
+    reason: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ServerOutOfSpace(Event):
+    """A server ran out of storage (for ``stream``, when one is named)."""
+
+    TYPES = (_ADVISORY + "server_out_of_space",)
+    server: str | None = None
+    server_id: str | None = None
+    stream: str | None = None
+    cluster: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ServerRemoved(Event):
+    """A server was removed from the JetStream cluster."""
+
+    TYPES = (_ADVISORY + "server_removed",)
+    server: str | None = None
+    server_id: str | None = None
+    cluster: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MetaRescue(Event):
+    """A server lowered the meta group's quorum for disaster recovery (unsafe by design)."""
+
+    TYPES = (_ADVISORY + "meta_rescue",)
+    server: str | None = None
+    server_id: str | None = None
+    prev_quorum: int | None = None
+    new_quorum: int | None = None
+    cluster: str | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ApiLimitReached(Event):
+    """The JetStream API request queue was full: ``dropped`` requests were dropped."""
+
+    TYPES = (_ADVISORY + "api_limit_reached",)
+    server: str | None = None
+    dropped: int | None = None
+    domain: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class UnknownEvent(Event):
     """An event of a type this version does not know (or one that did not parse): ``raw`` has it all."""
 
 
 _BY_TYPE: dict[str, type[Event]] = {
     t: cls for cls in (ConsumerAckMetric, MaxDeliveriesExceeded, MessageTerminated, MessageNaked, ConsumerAction,
-                       StreamAction, LeaderElected, ApiAudit)
+                       StreamAction, LeaderElected, ApiAudit, ConsumerPause, ConsumerGroupPinned,
+                       ConsumerGroupUnpinned, QuorumLost, DomainLeaderElected, SnapshotCreated, SnapshotCompleted,
+                       RestoreCreated, RestoreCompleted, StreamBatchAbandoned, ServerOutOfSpace, ServerRemoved,
+                       MetaRescue, ApiLimitReached)
     for t in cls.TYPES
 }
 

@@ -226,3 +226,54 @@ def test_ctrl_c_ends_the_events_command_within_a_second_with_one_line(js, stream
             proc.communicate()
     assert proc.returncode == 130 and time.monotonic() - started < 1.5
     assert err.splitlines() == ["jetstream-sync: error: interrupted"]
+
+
+SAMPLES = [
+    ("consumer_pause", jss.ConsumerPause, {"stream": "S", "consumer": "C", "paused": True,
+                                          "pause_until": "2026-11-25T08:00:00.000000001Z"},
+     {"paused": True, "consumer": "C"}),
+    ("consumer_group_pinned", jss.ConsumerGroupPinned, {"stream": "S", "consumer": "C", "group": "A",
+                                                        "pinned_id": "p1"}, {"group": "A", "pinned_id": "p1"}),
+    ("consumer_group_unpinned", jss.ConsumerGroupUnpinned, {"stream": "S", "consumer": "C", "group": "A",
+                                                            "reason": "timeout"}, {"reason": "timeout"}),
+    ("stream_quorum_lost", jss.QuorumLost, {"stream": "S", "replicas": [{"name": "n1"}, {"name": "n2"}]},
+     {"consumer": None, "replicas": ("n1", "n2")}),
+    ("consumer_quorum_lost", jss.QuorumLost, {"stream": "S", "consumer": "C", "replicas": []}, {"consumer": "C"}),
+    ("domain_leader_elected", jss.DomainLeaderElected, {"leader": "n1", "replicas": [{"name": "n1"}],
+                                                        "cluster": "c1"}, {"leader": "n1", "cluster": "c1"}),
+    ("snapshot_create", jss.SnapshotCreated, {"stream": "S", "state": {"messages": 3}}, {"state": {"messages": 3}}),
+    ("snapshot_complete", jss.SnapshotCompleted, {"stream": "S", "start": "2026-11-25T08:00:00Z",
+                                                  "end": "2026-11-25T08:00:01Z"}, {"error": None}),
+    ("restore_create", jss.RestoreCreated, {"stream": "S"}, {"stream": "S"}),
+    ("restore_complete", jss.RestoreCompleted, {"stream": "S", "bytes": 1024}, {"bytes": 1024}),
+    ("stream_batch_abandoned", jss.StreamBatchAbandoned, {"stream": "S", "batch": "b1", "reason": "timeout"},
+     {"batch": "b1", "reason": "timeout"}),
+    ("server_out_of_space", jss.ServerOutOfSpace, {"server": "n1", "server_id": "X", "cluster": "c1"},
+     {"server": "n1", "stream": None}),
+    ("server_removed", jss.ServerRemoved, {"server": "n1", "server_id": "X", "cluster": "c1"}, {"server_id": "X"}),
+    ("meta_rescue", jss.MetaRescue, {"server": "n1", "prev_quorum": 2, "new_quorum": 1}, {"new_quorum": 1}),
+    ("api_limit_reached", jss.ApiLimitReached, {"server": "n1", "dropped": 7}, {"dropped": 7}),
+]
+
+
+@pytest.mark.parametrize("kind, cls, doc, expect", SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_every_advisory_type_of_the_server_has_its_class_with_the_servers_field_names(kind, cls, doc, expect):
+    ev = event_from({"type": "io.nats.jetstream.advisory.v1." + kind, "id": "i",
+                     "timestamp": "2026-11-25T08:00:00.5Z", **doc})
+    assert type(ev) is cls and ev.type.endswith(kind) and ev.raw["id"] == "i"
+    for field, value in expect.items():
+        assert getattr(ev, field) == value, field
+
+
+def test_pausing_and_resuming_a_consumer_are_pause_events(js, stream, client):
+    stream.create_consumer(durable_name="sleepy")
+    until = "2099-01-01T00:00:00.000000001Z"
+    with stream.events(types=[jss.ConsumerPause]) as events:
+        answer = json.loads(client.request(f"$JS.API.CONSUMER.PAUSE.{stream.name}.sleepy",
+                                           json.dumps({"pause_until": until}).encode(), timeout=5).data)
+        assert answer.get("paused") is True, answer
+        paused = events.next(timeout=10)
+        client.request(f"$JS.API.CONSUMER.PAUSE.{stream.name}.sleepy", b"", timeout=5)
+        resumed = events.next(timeout=10)
+    assert (paused.consumer, paused.paused, paused.pause_until.timestamp_ns() % 10**9) == ("sleepy", True, 1)
+    assert resumed.paused is False
