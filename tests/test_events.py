@@ -277,3 +277,10 @@ def test_pausing_and_resuming_a_consumer_are_pause_events(js, stream, client):
         resumed = events.next(timeout=10)
     assert (paused.consumer, paused.paused, paused.pause_until.timestamp_ns() % 10**9) == ("sleepy", True, 1)
     assert resumed.paused is False
+
+
+def test_every_api_request_is_audited_with_its_subject_and_answer(js):
+    with js.events("ADVISORY.API", types=[jss.ApiAudit]) as events:
+        js.account_info()
+        audit = events.next(timeout=10)
+    assert audit.subject == "$JS.API.INFO" and "io.nats.jetstream.api.v1.account_info_response" in audit.response
