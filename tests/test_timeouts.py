@@ -10,10 +10,20 @@ import pytest
 
 import jetstream_sync as jss
 
+from conftest import wait_for
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
 
 @contextmanager
 def paused(server):
     os.kill(server.pid, signal.SIGSTOP)
+    # The stop lands on every thread of the server in its own time: a thread still running could answer
+    # one more request (seen once, two suites at once). Wait until the kernel says it is stopped.
+    wait_for(lambda: _state(server.pid) in ("T", "t"), 5, interval=0.001, what="the server to be stopped")
     try:
         yield
     finally:
