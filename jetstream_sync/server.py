@@ -540,15 +540,18 @@ class NatsCluster:
         jetstream: bool = True,
         *,
         name: str = "jss-cluster",
+        config_text: str | None = None,
         startup_timeout: float = 30.0,
     ) -> None:
-        """Configure (not start) a cluster. Raises ValueError if ``size`` < 1,
-        NatsServerNotFoundError if no binary is found."""
+        """Configure (not start) a cluster. ``config_text`` is added to every node's config (accounts,
+        a system account, JetStream limits; not ``store_dir``, ``cluster`` or ``server_name``, which the
+        cluster writes). Raises ValueError if ``size`` < 1, NatsServerNotFoundError if no binary is found."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an int >= 1, got size={size!r}")
         self.size = size
         self.jetstream = jetstream
         self.name = name
+        self.config_text = config_text
         self.startup_timeout = startup_timeout
         self.binary = find_nats_server()
         self.nodes: list[NatsServer] = []
@@ -603,6 +606,8 @@ class NatsCluster:
 
     def _config(self, i: int, route_ports: list[int]) -> str:
         lines = [f"server_name: {json.dumps(f'{self.name}-n{i}')}"]
+        if self.config_text:
+            lines.append(self.config_text)
         if self.size == 1:
             # JetStream refuses a cluster block without routes, so a 1-node
             # "cluster" is a plain server (no meta group, no meta leader).
