@@ -37,6 +37,10 @@ def _check_seq(value: Any, name: str, minimum: int = 1) -> int:
     return value
 
 
+#: The server's "message delete failed" err_code (its description says why).
+_DELETE_FAILED = 10057
+
+
 class Stream:
     """A handle on one stream. Thread-safe; every method but ``cached_info`` blocks on one request."""
 
@@ -124,8 +128,14 @@ class Stream:
             raise TypeError(f"erase must be a bool, got {erase!r}")
         if not erase:
             payload["no_erase"] = True
-        # A missing sequence comes back as 10043, mapped to MessageNotFoundError by errors.py.
-        self._js._jsapi.request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
+        # A sequence never stored comes back as 10043, mapped to MessageNotFoundError by errors.py; one
+        # purged or deleted as 10057 (delete failed) with the store's "no message found".
+        try:
+            self._js._jsapi.request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
+        except errors.APIError as exc:
+            if exc.err_code == _DELETE_FAILED and "no message found" in (exc.description or ""):
+                raise errors.MessageNotFoundError(exc.code, exc.err_code, exc.description) from exc
+            raise
 
     # -- consumers on this stream ------------------------------------------------
 

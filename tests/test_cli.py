@@ -38,9 +38,10 @@ def cli_env(server: Any = None, **extra: str) -> dict[str, str]:
 
 def cli(*args: str, server: Any = None, input: str | None = None, timeout: float = 30.0,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the console script with ``args`` (NATS_URL pointing at ``server``) and wait for it."""
-    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout, input=input,
-                          env=env if env is not None else cli_env(server))
+    """Run the console script with ``args`` (NATS_URL pointing at ``server``) and wait for it; stdin is
+    ``input``, or empty: never a terminal, so nothing is asked."""
+    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout,
+                          input=input if input is not None else "", env=env if env is not None else cli_env(server))
 
 
 def ok(proc: subprocess.CompletedProcess) -> str:
@@ -104,7 +105,17 @@ def test_help_lists_every_command_and_the_exit_codes():
     (["stream", "ls", "--bogus"], "--bogus"),
     (["stream"], "required"),
     (["launch"], "invalid choice"),
-    (["stream", "add", "a.b"], "name 'a.b' is invalid"),
+    (["stream", "add", "a.b", "--subjects", "x"], "name 'a.b' is invalid"),
+    (["stream", "add", "S"], "--subjects is required"),
+    (["consumer", "add"], "STREAM is required"),
+    (["consumer", "add", "S"], "NAME (or --ephemeral) is required"),
+    (["consumer", "add", "S", "C", "--pull", "--target", "t"], "--pull with --target"),
+    (["consumer", "add", "S", "C", "--sample", "101"], "--sample"),
+    (["consumer", "add", "S", "C", "--deliver", "yesterday"], "--deliver"),
+    (["stream", "rm", "S"], "give -f"),
+    (["stream", "purge", "S"], "give -f"),
+    (["stream", "rmm", "S", "1"], "give -f"),
+    (["consumer", "rm", "S", "C"], "give -f"),
     (["stream", "get", "S"], "SEQ or --last-for"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_bad_flags_and_values_give_one_error_line_naming_them_and_exit_2(nats_server, args, flag):

@@ -83,7 +83,7 @@ def test_next_prints_and_acks_messages(orders, nats_server):
     out = ok(cli("consumer", "next", "CLI_C", "worker", "--count", "2", server=nats_server))
     assert out.startswith("[CLI_C #1] cli.c.new")
     assert "X-Order: 1\n\norder 1\n" in out and "order 2" in out
-    assert out.endswith("acked 2 messages\n")
+    assert out.count("\nAcknowledged message\n") == 2 and out.endswith("Acknowledged message\n")
     # The CLI flushed its acks before exiting; the server applies them to the consumer on its own time.
     wait_for(lambda: orders.consumer_info("CLI_C", "worker").ack_floor.stream_seq == 2, timeout=5,
              what="the CLI's acks to move the ack floor")
@@ -127,12 +127,12 @@ def test_next_without_a_message_in_time_exits_3(orders, nats_server):
     fails(cli("consumer", "next", "CLI_C", "nobody", server=nats_server), 3, "consumer 'nobody' not found")
 
 
-def test_rm_deletes_without_asking_and_a_missing_consumer_exits_3(orders, nats_server):
+def test_rm_f_deletes_without_asking_and_a_missing_consumer_exits_3(orders, nats_server):
     orders.create_consumer("CLI_C", durable_name="gone")
-    assert ok(cli("consumer", "rm", "CLI_C", "gone", server=nats_server, input="")) == \
+    assert ok(cli("consumer", "rm", "CLI_C", "gone", "-f", server=nats_server, input="")) == \
         "deleted consumer gone from stream CLI_C\n"
     assert list(orders.consumer_names("CLI_C")) == []
-    fails(cli("consumer", "rm", "CLI_C", "gone", server=nats_server), 3, "consumer 'gone' not found")
+    fails(cli("consumer", "rm", "CLI_C", "gone", "--force", server=nats_server), 3, "consumer 'gone' not found")
 
 
 def test_add_takes_a_json_config_file_and_flags_override_it(orders, nats_server, tmp_path):

@@ -118,11 +118,11 @@ def test_purge_by_subject_by_keep_and_by_sequence(js, nats_server):
     js.create_stream(name="CLI_PURGE", subjects=["cli.purge.*"], storage="memory")
     for i in range(10):
         js.publish(f"cli.purge.{'a' if i % 2 else 'b'}", b"%d" % i)
-    assert ok(cli("stream", "purge", "CLI_PURGE", "--subject", "cli.purge.a", server=nats_server)) == \
+    assert ok(cli("stream", "purge", "CLI_PURGE", "-f", "--subject", "cli.purge.a", server=nats_server)) == \
         "purged 5 messages from stream CLI_PURGE\n"
-    assert as_json(cli("stream", "purge", "CLI_PURGE", "--keep", "2", "--json", server=nats_server)) == \
+    assert as_json(cli("stream", "purge", "CLI_PURGE", "-f", "--keep", "2", "--json", server=nats_server)) == \
         {"stream": "CLI_PURGE", "purged": 3}
-    assert as_json(cli("stream", "purge", "CLI_PURGE", "--seq", "9", "--json", server=nats_server))["purged"] == 1
+    assert as_json(cli("stream", "purge", "CLI_PURGE", "-f", "--seq", "9", "--json", server=nats_server))["purged"] == 1
     assert js.stream_info("CLI_PURGE").state.messages == 1
 
 
@@ -148,15 +148,17 @@ def test_rmm_deletes_one_message_and_a_missing_one_exits_3(js, nats_server):
     js.create_stream(name="CLI_RMM", subjects=["cli.rmm"], storage="memory")
     for _ in range(3):
         js.publish("cli.rmm", b"x")
-    assert ok(cli("stream", "rmm", "CLI_RMM", "2", server=nats_server)) == "deleted message 2 from stream CLI_RMM\n"
+    assert ok(cli("stream", "rmm", "CLI_RMM", "-f", "2", server=nats_server)) == "deleted message 2 from stream CLI_RMM\n"
     with pytest.raises(jss.MessageNotFoundError):
         js.stream("CLI_RMM").get_msg(2)
-    fails(cli("stream", "rmm", "CLI_RMM", "2", server=nats_server), 3, "no message 2 in stream 'CLI_RMM'")
-    assert as_json(cli("stream", "rmm", "CLI_RMM", "3", "--erase", "--json", server=nats_server))["deleted"] is True
+    fails(cli("stream", "rmm", "CLI_RMM", "-f", "2", server=nats_server), 3, "no message 2 in stream 'CLI_RMM'")
+    assert as_json(cli("stream", "rmm", "CLI_RMM", "-f", "3", "--erase", "--json", server=nats_server))["deleted"] is True
 
 
-def test_rm_deletes_without_asking_and_a_missing_stream_exits_3(js, nats_server):
+def test_rm_refuses_without_a_terminal_deletes_with_f_and_a_missing_stream_exits_3(js, nats_server):
     js.create_stream(name="CLI_RM", subjects=["cli.rm"], storage="memory")
-    assert ok(cli("stream", "rm", "CLI_RM", server=nats_server, input="")) == "deleted stream CLI_RM\n"
+    fails(cli("stream", "rm", "CLI_RM", server=nats_server, input=""), 2, "no terminal to ask on: give -f")
+    assert "CLI_RM" in list(js.stream_names())
+    assert ok(cli("stream", "rm", "CLI_RM", "-f", server=nats_server, input="")) == "deleted stream CLI_RM\n"
     assert "CLI_RM" not in list(js.stream_names())
-    fails(cli("stream", "rm", "CLI_RM", server=nats_server), 3, "stream 'CLI_RM' not found")
+    fails(cli("stream", "rm", "CLI_RM", "-f", server=nats_server), 3, "stream 'CLI_RM' not found")

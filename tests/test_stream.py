@@ -171,6 +171,14 @@ def test_delete_msg_of_a_missing_or_deleted_sequence_raises_message_not_found(js
         stream.delete_msg(99)
 
 
+def test_delete_msg_of_a_purged_sequence_in_a_file_stream_raises_message_not_found(js, name, subj):
+    stream = js.create_stream(name=name, subjects=[subj], storage="file")  # its store answers 10057, not 10043
+    js.publish(subj, b"x")
+    stream.purge()
+    with pytest.raises(jss.MessageNotFoundError, match="no message found"):
+        stream.delete_msg(1)
+
+
 @pytest.mark.parametrize("seq, exc", [(0, ValueError), (-1, ValueError), ("1", TypeError), (1.0, TypeError),
                                       (True, TypeError), (None, TypeError)])
 def test_a_bad_seq_is_refused_before_anything_is_sent(js, stream, api_spy, seq, exc):

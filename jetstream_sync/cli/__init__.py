@@ -5,7 +5,7 @@
 """``jetstream-sync`` / ``python -m jetstream_sync``: the command line.
 
 Entry point: :func:`main`. Each command lives in its own module (``account``, ``stream``,
-``consumer``, ``pub``, ``sub``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
+``consumer``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import traceback
 from typing import Sequence
 
 from .. import __version__
-from . import account, consumer, demo, events, pub, server, stream, sub as sub_command
+from . import account, consumer, demo, events, pub, request, server, stream, sub as sub_command
 from ._args import Parser, UsageError, common_options, opt
 from ._errors import EXIT_CODES_HELP, OK, exit_code, one_line
 from ._output import Output
@@ -41,7 +41,7 @@ def build_parser() -> Parser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (account, stream, consumer, pub, sub_command, events, server, demo):
+    for module in (account, stream, consumer, pub, sub_command, request, events, server, demo):
         module.register(sub, common)
     return parser
 

@@ -116,17 +116,23 @@ def opt(args: argparse.Namespace, name: str, default: Any = None) -> Any:
 # Value parsers. Each raises ArgumentTypeError; argparse prefixes "argument --flag: ".
 # ---------------------------------------------------------------------------------------------
 
+_DAY = 86400.0
+# As the nats CLI: d, w, y are 24 h, 7 d and 365 d; M (capital) is a month of 30 d, m a minute.
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
-                   "d": 86400.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d)")
+                   "d": _DAY, "w": 7 * _DAY, "M": 30 * _DAY, "y": 365 * _DAY}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w|M|y)")
 _NUMBER = re.compile(r"[+]?(\d+(?:\.\d*)?|\.\d+)")
+_DURATION_HELP = "use seconds or a number with a unit (ms, s, m, h, d, w, M for months, y), e.g. 30s, 1h30m, 1y"
 
 
 def duration(text: str) -> float:
-    """Parse ``30s``, ``5m``, ``1h30m``, ``250ms``, ``2d`` or plain seconds (``1.5``) into float seconds."""
-    s = text.strip().lower()
+    """Parse ``30s``, ``5m``, ``1h30m``, ``250ms``, ``2d``, ``1w``, ``6M`` (months), ``1y`` or plain seconds
+    (``1.5``) into float seconds. Units are as the nats CLI spells them; only ``M`` (month) and ``m``
+    (minute) differ by case, the others may be upper case too."""
+    s = text.strip()
     if _NUMBER.fullmatch(s):
         return float(s)
+    s = "".join(ch if ch == "M" else ch.lower() for ch in s)
     pos, total = 0, 0.0
     for m in _DURATION_PART.finditer(s):
         if m.start() != pos:
@@ -134,9 +140,15 @@ def duration(text: str) -> float:
         total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
         pos = m.end()
     if pos == 0 or pos != len(s) or not math.isfinite(total):
-        raise argparse.ArgumentTypeError(
-            f"invalid duration {text!r}: use seconds or a number with a unit, e.g. 30s, 5m, 1h30m, 250ms")
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: {_DURATION_HELP}")
     return total
+
+
+def age(text: str) -> float:
+    """A maximum age: a :func:`duration`, or ``-1``/``unlimited`` (stored as 0, the server's "no limit")."""
+    if text.strip().lower() in ("-1", "unlimited"):
+        return 0.0
+    return duration(text)
 
 
 _SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)")
@@ -294,7 +306,7 @@ def common_options(request_timeout: bool = True) -> Parser:
     conn.add_argument("--name", metavar="NAME", dest="connection_name", default=s,
                       help="connection name the server shows (default jetstream-sync)")
     out = common.add_argument_group("output options")
-    out.add_argument("--json", action="store_true", default=s, help="print one JSON document on stdout")
+    out.add_argument("-j", "--json", action="store_true", default=s, help="print JSON on stdout")
     out.add_argument("-v", "--verbose", action="count", default=s,
                      help="log to stderr: -v for INFO, -vv for DEBUG (and tracebacks)")
     return common

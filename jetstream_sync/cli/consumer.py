@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import attrs
@@ -11,6 +12,7 @@ import attrs
 import jetstream_sync as jss
 
 from ._args import (
+    CFG,
     UsageError,
     common_options,
     config_fields,
@@ -22,12 +24,15 @@ from ._args import (
     int_at_least,
     key_value,
     limit,
+    opt,
     size,
     split_list,
+    subject,
     time_ago,
     time_ahead,
 )
 from ._errors import CommandError, NotFound
+from ._prompt import ask, can_ask, choice, confirm_or_force, nonempty
 from ._output import (
     Output,
     fmt_age,
@@ -49,17 +54,20 @@ _DELIVER = ["all", "last", "new", "last_per_subject", "by_start_sequence", "by_s
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``consumer`` command and its subcommands to ``sub`` (a sub-parsers action)."""
-    p = sub.add_parser("consumer", parents=[common], help="manage consumers and pull messages",
+    p = sub.add_parser("consumer", aliases=["con"], parents=[common],
+                       help="manage consumers and pull messages",
                        description="Create, inspect and delete consumers; pull messages with `next`.")
     cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
 
     add = cmds.add_parser("add", parents=[common], help="create a consumer",
                           description="Create a consumer: a pull consumer, or with --target a push consumer "
-                                      "delivering to that subject. NAME makes it durable; without NAME (or with "
-                                      "--ephemeral) the server removes it after --inactive-threshold.")
-    add.add_argument("stream", metavar="STREAM")
+                                      "delivering to that subject. NAME makes it durable; with --ephemeral the "
+                                      "server removes it after --inactive-threshold. On a terminal, a missing "
+                                      "STREAM or NAME asks the settings not given as flags.")
+    add.add_argument("stream", metavar="STREAM", nargs="?", help="the stream (asked on a terminal when missing)")
     add.add_argument("consumer", metavar="NAME", nargs="?", help="durable name (may come from --config)")
-    add.add_argument("--ephemeral", action="store_true", help="NAME names an ephemeral consumer, not a durable")
+    add.add_argument("--ephemeral", action="store_true", help="an ephemeral consumer (NAME, if given, names it)")
+    add.add_argument("--pull", action="store_true", help="a pull consumer (the default without --target)")
     add.add_argument("--config", metavar="FILE", type=file_path,
                      help="JSON consumer config as the server takes it (durations in ns); flags override it")
     _config_flags(add)
@@ -108,20 +116,24 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N events")
     ev.set_defaults(handler=cmd_events)
 
-    rm = cmds.add_parser("rm", parents=[common], help="delete a consumer (no prompt)")
+    rm = cmds.add_parser("rm", parents=[common], help="delete a consumer",
+                         description="Delete the consumer. Asks first on a terminal; -f deletes without asking "
+                                     "(and is needed without a terminal).")
     rm.add_argument("stream", metavar="STREAM")
     rm.add_argument("consumer", metavar="NAME")
+    rm.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
     rm.set_defaults(handler=cmd_rm)
 
 
 
 def _config_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("consumer config (only the flags given are set)")
-    config_flag(g, "--filter", field="filter_subjects", type=split_list, action="extend", metavar="SUBJECT",
-         help="only messages on these subjects; repeat or comma-separate")
+    config_flag(g, "--filter", field="filter_subjects", type=filters, action="extend", metavar="SUBJECT",
+         help="only messages on these subjects; repeat or comma-separate; '' for all")
     config_flag(g, "--description", field="description", metavar="TEXT")
-    config_flag(g, "--deliver", field="deliver_policy", type=lambda s: s.replace("-", "_"), choices=_DELIVER,
-         help="where to start (default all); --start-seq/--start-time imply by_start_sequence/by_start_time")
+    config_flag(g, "--deliver", field="deliver", type=deliver_start, metavar="START",
+         help="where to start: all (default), last, new, last-per-subject, a stream sequence (10), a duration "
+              "ago (2m, 1h) or an RFC 3339 time")
     config_flag(g, "--start-seq", field="opt_start_seq", type=int_at_least(1), metavar="SEQ",
          help="start at this stream sequence")
     config_flag(g, "--start-time", field="opt_start_time", type=time_ago, metavar="TIME",
@@ -148,7 +160,8 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
     config_flag(g, "--memory", field="mem_storage", action="store_const", const=True, help="keep the state in memory")
     config_flag(g, "--metadata", field="metadata", type=key_value, action="append", metavar="KEY=VALUE",
          help="user metadata; repeat for more")
-    config_flag(g, "--sample-freq", field="sample_freq", metavar="PERCENT", help="ack sampling, e.g. 100%%")
+    config_flag(g, "--sample", "--sample-freq", field="sample_freq", type=percent, metavar="PERCENT",
+         help="sample this percentage of acks as events, e.g. 100 or 100%%")
     config_flag(g, "--target", field="deliver_subject", metavar="SUBJECT",
                 help="deliver to SUBJECT: a push consumer (without it: a pull consumer)")
     config_flag(g, "--deliver-group", field="deliver_group", metavar="NAME",
@@ -191,12 +204,13 @@ def _from_file(path: str) -> jss.ConsumerConfig:
 def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
     """The ConsumerConfig from --config, NAME and the config flags (flags win)."""
     fields = config_fields(args)
-    filters = fields.pop("filter_subjects", None)
-    if filters is not None:
-        if len(filters) == 1:
-            fields["filter_subject"], fields["filter_subjects"] = filters[0], None
+    fields.update(fields.pop("deliver", {}))
+    subjects = fields.pop("filter_subjects", None)
+    if subjects is not None:
+        if len(subjects) <= 1:
+            fields["filter_subject"], fields["filter_subjects"] = (subjects or [None])[0], None
         else:
-            fields["filter_subject"], fields["filter_subjects"] = None, filters
+            fields["filter_subject"], fields["filter_subjects"] = None, subjects
     if "opt_start_seq" in fields:
         fields.setdefault("deliver_policy", "by_start_sequence")
     if "opt_start_time" in fields:
@@ -208,6 +222,41 @@ def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
         fields.update(durable_name=None)
     base = _from_file(args.config) if args.config else jss.ConsumerConfig()
     return attrs.evolve(base, **fields)
+
+
+def filters(text: str) -> list[str]:
+    """``--filter``: subjects, comma-separated; ``''`` (nothing) means every subject of the stream."""
+    return split_list(text) if text.strip() else []
+
+
+def percent(text: str) -> str:
+    """``--sample 100`` or ``100%``: the server's sample_freq, ``"100%"``."""
+    s = text.strip().rstrip("%").strip()
+    try:
+        value = int(s)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: expected 0 to 100, e.g. 100 or 100%")
+    return f"{value}%"
+
+
+def deliver_start(text: str) -> dict[str, Any]:
+    """``--deliver``: a policy (all, last, new, last-per-subject), a stream sequence, a duration ago or an
+    RFC 3339 time, as the config fields it sets."""
+    s = text.strip().lower().replace("-", "_")
+    if s in _DELIVER:
+        return {"deliver_policy": s}
+    try:
+        if s.isdigit():  # a plain number is a stream sequence, never seconds ago
+            if int(s) < 1:
+                raise argparse.ArgumentTypeError("a stream sequence starts at 1")
+            return {"deliver_policy": "by_start_sequence", "opt_start_seq": int(s)}
+        return {"deliver_policy": "by_start_time", "opt_start_time": time_ago(text)}
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"invalid start {text!r}: use all, last, new, last-per-subject, a stream sequence (e.g. 10), a "
+            f"duration ago (e.g. 2m, 1h) or an RFC 3339 time") from None
 
 
 def check_push_flags(cfg: jss.ConsumerConfig) -> None:
@@ -226,8 +275,50 @@ def check_push_flags(cfg: jss.ConsumerConfig) -> None:
                 raise UsageError(f"{flag} is for push consumers: give --target SUBJECT too")
 
 
+def _ask_missing(args: argparse.Namespace, js: jss.JetStream) -> None:
+    """The walkthrough's questions (`jsm con add`) for what ``args`` lacks, answered into ``args``.
+
+    Blocks on the terminal. Pull consumers are not asked for an ack or replay policy (explicit and
+    instant are what pull consumers take)."""
+    given = config_fields(args)
+    if args.stream is None:
+        names = sorted(js.stream_names())
+        if not names:
+            raise NotFound("no streams to add a consumer to: create one with `stream add`")
+        sys.stderr.write(f"  streams: {', '.join(names)}\n")
+        args.stream = ask("Select a Stream", names[0] if len(names) == 1 else "", choice(names))
+    if args.consumer is None and not args.ephemeral:
+        args.consumer = ask("Consumer name", parse=nonempty)
+    if "deliver_subject" not in given and not args.pull:
+        target = ask("Delivery target", parse=lambda t: subject(t) if t else "")
+        if target:
+            setattr(args, CFG + "deliver_subject", target)
+    push = bool(opt(args, CFG + "deliver_subject"))
+    if not {"deliver", "opt_start_seq", "opt_start_time"} & given.keys():
+        setattr(args, CFG + "deliver", ask("Start policy (all, last, 1h, msg sequence)", "all", deliver_start))
+    if push and "ack_policy" not in given:
+        setattr(args, CFG + "ack_policy", ask("Acknowledgement policy", "explicit", choice(["explicit", "all", "none"])))
+    if push and "replay_policy" not in given:
+        setattr(args, CFG + "replay_policy", ask("Replay policy", "instant", choice(["instant", "original"])))
+    if "filter_subjects" not in given:
+        setattr(args, CFG + "filter_subjects", ask("Filter Stream by subject (blank for all)", parse=filters))
+    if "max_deliver" not in given:
+        setattr(args, CFG + "max_deliver", ask("Maximum Allowed Deliveries", "-1", int_at_least(-1)))
+
+
 def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``consumer add STREAM [NAME] [flags]``: create a consumer; prints its info."""
+    """``consumer add [STREAM] [NAME] [flags]``: create a consumer; prints its info.
+
+    On a terminal, a missing STREAM or NAME asks the walkthrough's questions for every setting not
+    given; without one, each is a usage error naming it."""
+    named = args.consumer is not None or args.ephemeral or args.config
+    if args.stream is None or not named:
+        if not can_ask():
+            missing = "STREAM" if args.stream is None else "NAME (or --ephemeral)"
+            raise UsageError(f"consumer add: {missing} is required; there is no terminal to ask on")
+        _ask_missing(args, session.js())
+    if args.pull and opt(args, CFG + "deliver_subject"):
+        raise UsageError("--pull with --target: a consumer with a delivery target is a push consumer; give one")
     cfg = build_config(args)
     check_push_flags(cfg)
     try:
@@ -358,8 +449,10 @@ def _print(out: Output, msg: jss.Msg) -> None:
 def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``consumer next STREAM NAME [--count N] [--no-ack] [--timeout D]``: pull, print, ack.
 
-    One pull request for ``--count`` messages that waits at most ``--timeout``. Exit 0 when
-    at least one message arrived, 3 (with an error line) when none did.
+    One pull request for ``--count`` messages that waits at most ``--timeout``. Each message is
+    printed, then acked and "Acknowledged message" printed once the server confirmed the ack
+    (``--json``: all acked after the document is written). Exit 0 when at least one message
+    arrived, 3 (with an error line) when none did.
     """
     consumer = _consumer(session.js(), args.stream, args.consumer)
     can_ack = args.ack and consumer.cached_info.config.ack_policy is not jss.AckPolicy.NONE
@@ -378,7 +471,9 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
                 continue
             _print(out, msg)
             if can_ack:
-                msg.ack()
+                msg.double_ack(session.timeout)  # confirmed by the server before we say so
+                out.line("Acknowledged message")
+                out.stream.flush()
             held.clear()
         if received == 0:
             raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
@@ -400,10 +495,8 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
             except Exception:           # the original error is what the user hears about
                 pass
         raise
-    if can_ack:
-        session.client().flush()        # the acks have reached the server before we report them
-    if not out.json and can_ack:
-        out.line(f"acked {received} message{'s' * (received != 1)}")
+    if can_ack and out.json:
+        session.client().flush()        # the acks have reached the server before we exit
     return 0
 
 
@@ -444,7 +537,10 @@ def cmd_events(args: argparse.Namespace, session: Session, out: Output) -> int:
 
 
 def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``consumer rm STREAM NAME``: delete the consumer at once (no prompt)."""
+    """``consumer rm STREAM NAME [-f]``: delete the consumer (asks first on a terminal)."""
+    if not confirm_or_force(args, "consumer rm", f"delete consumer {args.consumer} of stream {args.stream}"):
+        out.line(f"consumer {args.consumer} not deleted")
+        return 0
     try:
         session.js().delete_consumer(args.stream, args.consumer)
     except jss.StreamNotFoundError:

@@ -14,6 +14,7 @@ from ._args import (
     UsageError,
     config_fields,
     config_flag,
+    age,
     duration,
     file_path,
     int_at_least,
@@ -37,6 +38,7 @@ from ._output import (
     print_message,
 )
 from ._errors import NotFound
+from ._prompt import ask, can_ask, choice, confirm_or_force, nonempty
 from ._session import Session
 
 __all__ = ["register"]
@@ -45,7 +47,7 @@ __all__ = ["register"]
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``stream`` command and its subcommands to ``sub`` (a sub-parsers action)."""
-    p = sub.add_parser("stream", parents=[common], help="manage streams",
+    p = sub.add_parser("stream", aliases=["str"], parents=[common], help="manage streams",
                        description="Create, inspect, change and delete streams; read and delete messages.")
     cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
 
@@ -91,12 +93,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     which = purge.add_mutually_exclusive_group()
     which.add_argument("--seq", type=int_at_least(1), help="remove messages below this sequence")
     which.add_argument("--keep", type=int_at_least(0), help="keep this many of the newest messages")
+    _force_flag(purge)
     purge.set_defaults(handler=cmd_purge)
 
     rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
     rmm.add_argument("stream", metavar="NAME")
     rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1))
     rmm.add_argument("--erase", action="store_true", help="overwrite it on disk too")
+    _force_flag(rmm)
     rmm.set_defaults(handler=cmd_rmm)
 
     get = cmds.add_parser("get", parents=[common], help="read one message",
@@ -106,11 +110,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     get.add_argument("--last-for", metavar="SUBJECT", help="the last message on this subject")
     get.set_defaults(handler=cmd_get)
 
-    rm = cmds.add_parser("rm", parents=[common], help="delete a stream (no prompt)",
-                         description="Delete the stream, its messages and its consumers, at once.")
+    rm = cmds.add_parser("rm", parents=[common], help="delete a stream",
+                         description="Delete the stream, its messages and its consumers. Asks first on a "
+                                     "terminal; -f deletes without asking (and is needed without a terminal).")
     rm.add_argument("stream", metavar="NAME")
+    _force_flag(rm)
     rm.set_defaults(handler=cmd_rm)
 
+
+
+def _force_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
 
 
 def _config_flags(p: argparse.ArgumentParser) -> None:
@@ -123,7 +133,8 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
     config_flag(g, "--replicas", field="num_replicas", type=int_at_least(1), metavar="N")
     config_flag(g, "--max-msgs", field="max_msgs", type=limit, metavar="N", help="-1 for unlimited")
     config_flag(g, "--max-bytes", field="max_bytes", type=size, metavar="SIZE", help="e.g. 1GiB; -1 for unlimited")
-    config_flag(g, "--max-age", field="max_age", type=duration, metavar="DURATION", help="e.g. 24h; 0 for unlimited")
+    config_flag(g, "--max-age", field="max_age", type=age, metavar="DURATION",
+         help="e.g. 24h, 1y; -1 or 0 for unlimited")
     config_flag(g, "--max-msg-size", field="max_msg_size", type=size, metavar="SIZE", help="-1 for unlimited")
     config_flag(g, "--max-msgs-per-subject", field="max_msgs_per_subject", type=limit, metavar="N",
          help="-1 for unlimited")
@@ -189,7 +200,14 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     doc = read_json_config(args.config) if args.config else {}
     name = args.stream or doc.get("name")
     if not name:
-        raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
+        if not can_ask():
+            raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
+        name = ask("Stream name", parse=nonempty)
+    if not any(fields.get(k) or doc.get(k) for k in ("subjects", "mirror", "sources")):
+        if not can_ask():
+            raise UsageError("stream add: --subjects is required (or --mirror, --source, --config); "
+                             "there is no terminal to ask on")
+        fields = _ask_missing(name, fields)
     if doc:
         try:
             base = jss.StreamConfig.from_response({**doc, "name": name})
@@ -204,6 +222,33 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     stream = session.js().create_stream(cfg)
     _print_created(out, "created", stream)
     return 0
+
+
+def _subjects(text: str) -> list[str]:
+    return split_list(text.replace(" ", ","))
+
+
+# The questions of the JetStream model's walkthrough (`jsm str add ORDERS`), in its order: (config
+# field, question, default answer, parser of the answer). Only settings not given as flags are asked.
+_QUESTIONS: list[tuple[str, str, str, Any]] = [
+    ("subjects", "Subjects to consume", "", _subjects),
+    ("storage", "Storage backend", "file", choice(["file", "memory"])),
+    ("retention", "Retention Policy", "Limits", choice(["limits", "interest", "workqueue"])),
+    ("max_msgs", "Message count limit", "-1", limit),
+    ("max_bytes", "Message size limit", "-1", size),
+    ("max_age", "Maximum message age limit", "-1", age),
+    ("max_msg_size", "Maximum individual message size", "-1", size),
+    ("num_replicas", "Number of replicas", "1", int_at_least(1)),
+]
+
+
+def _ask_missing(name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The walkthrough's questions for the settings ``fields`` lacks (blocks on the terminal)."""
+    asked = dict(fields)
+    for field, question, default, parse in _QUESTIONS:
+        if field not in asked:
+            asked[field] = ask(question, default or (name if field == "subjects" else ""), parse)
+    return asked
 
 
 def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
@@ -354,6 +399,10 @@ def cmd_info(args: argparse.Namespace, session: Session, out: Output) -> int:
 
 def cmd_purge(args: argparse.Namespace, session: Session, out: Output) -> int:
     """``stream purge NAME [--subject S] [--seq N | --keep N]``: prints how many were removed."""
+    what = f"purge stream {args.stream}" + (f" of the messages on {args.subject}" if args.subject else "")
+    if not confirm_or_force(args, "stream purge", what):
+        out.line(f"stream {args.stream} not purged")
+        return 0
     stream = _stream(session.js(), args.stream)
     purged = stream.purge(subject=args.subject, sequence=args.seq, keep=args.keep)
     if out.json:
@@ -364,7 +413,10 @@ def cmd_purge(args: argparse.Namespace, session: Session, out: Output) -> int:
 
 
 def cmd_rmm(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``stream rmm NAME SEQ [--erase]``: delete one message."""
+    """``stream rmm NAME SEQ [--erase] [-f]``: delete one message (asks first on a terminal)."""
+    if not confirm_or_force(args, "stream rmm", f"delete message {args.seq} from stream {args.stream}"):
+        out.line(f"message {args.seq} not deleted")
+        return 0
     stream = _stream(session.js(), args.stream)
     try:
         stream.delete_msg(args.seq, erase=args.erase)
@@ -396,7 +448,10 @@ def cmd_get(args: argparse.Namespace, session: Session, out: Output) -> int:
 
 
 def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``stream rm NAME``: delete the stream at once (no prompt)."""
+    """``stream rm NAME [-f]``: delete the stream (asks first on a terminal)."""
+    if not confirm_or_force(args, "stream rm", f"delete stream {args.stream}"):
+        out.line(f"stream {args.stream} not deleted")
+        return 0
     try:
         session.js().delete_stream(args.stream)
     except jss.StreamNotFoundError:
