@@ -85,3 +85,16 @@ def test_an_interrupted_pub_count_says_how_many_were_acknowledged_and_exits_130(
     acked, unknown = (int((g or "0").replace(",", "")) for g in m.groups())
     stored = js.stream_info("CLI_INT").state.messages
     assert acked <= stored <= acked + unknown, (err, stored)
+
+
+def test_request_prints_the_pub_ack_of_a_stream_subject_and_a_consumers_message(js, nats_server, name, subj):
+    stream = js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
+    assert f'{{"stream":"{name}","seq":1}}' in ok(cli("request", f"{subj}.a", "hello", server=nats_server))
+    stream.create_consumer(durable_name="D")
+    # A pull request by hand: the message comes back with its own subject (and the pull's reply).
+    doc = as_json(cli("req", f"$JS.API.CONSUMER.MSG.NEXT.{name}.D", "", "-j", server=nats_server))
+    assert (doc["subject"], doc["data"]) == (f"{subj}.a", "hello")
+
+
+def test_request_with_no_responders_says_so_at_once_and_exits_1(nats_server):
+    fails(cli("request", "nobody.listens.here", "x", server=nats_server), 1, "no responders on 'nobody.listens.here'")

@@ -37,7 +37,7 @@ from ._output import (
     message_dict,
     print_message,
 )
-from ._errors import NotFound
+from ._errors import CommandError, NotFound
 from ._prompt import ask, can_ask, choice, confirm_or_force, nonempty
 from ._session import Session
 
@@ -115,6 +115,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                                      "terminal; -f deletes without asking (and is needed without a terminal).")
     rm.add_argument("stream", metavar="NAME")
     _force_flag(rm)
+
+    # The JetStream model's `str template add`: gone from nats-server; say so rather than "invalid choice".
+    template = cmds.add_parser("template", parents=[common])
+    template.add_argument("rest", nargs=argparse.REMAINDER)
+    template.set_defaults(handler=cmd_template)
     rm.set_defaults(handler=cmd_rm)
 
 
@@ -445,6 +450,12 @@ def cmd_get(args: argparse.Namespace, session: Session, out: Output) -> int:
     else:
         print_message(out, f"{stream.name} #{msg.seq}", msg.subject, msg.headers, msg.data, msg.time)
     return 0
+
+
+def cmd_template(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``stream template ...``: stream templates were removed from nats-server; exit 1 saying so."""
+    raise CommandError("stream templates were removed from nats-server in 2.14: create "
+                       "each stream with `stream add`, or one stream for all with --subjects 'CLIENT.*'")
 
 
 def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 
@@ -24,6 +25,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("subject", metavar="SUBJECT", type=subject)
     p.add_argument("--queue", metavar="GROUP", help="join this queue group (each message goes to one member)")
     p.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N messages")
+    p.add_argument("-t", "--timestamp", action="store_true", help="begin each line with the local time it arrived")
     p.set_defaults(handler=cmd_sub)
 
 
@@ -44,7 +46,8 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
                 out.json_line(message_dict(n=n, subject=msg.subject, data=msg.data, headers=msg.headers,
                                            reply=msg.reply or None))
             else:
-                out.line(f"[#{n}] Received on [{msg.subject}]: {_text(msg.data)!r}")
+                when = time.strftime("%Y/%m/%d %H:%M:%S ") if args.timestamp else ""
+                out.line(f"{when}[#{n}] Received on [{msg.subject}]: {_text(msg.data)!r}")
                 out.stream.flush()
             if args.count is not None and n >= args.count:
                 break
