@@ -307,3 +307,25 @@ def test_the_walkthrough_runs_in_order_as_typed(server, api):
             events.interrupt()
         finally:
             events.close()
+
+
+def test_a_delete_asked_on_a_terminal_is_a_no_unless_answered_yes(server, api):
+    api.create_stream(name="KEEP", subjects=["keep.>"], storage="memory")
+    assert "stream KEEP not deleted" in typed("str rm KEEP", server, [(r"Really delete stream KEEP\? \[y/N\]", "")])
+    assert "consumer x not deleted" in typed("con rm KEEP x", server, [(r"Really delete consumer x", "n")])
+    assert "KEEP" in list(api.stream_names())
+    assert "deleted stream KEEP" in typed("str rm KEEP", server, [(r"Really delete stream KEEP\?", "yes")])
+    assert "KEEP" not in list(api.stream_names())
+
+
+def test_a_question_answered_wrongly_is_asked_again_and_flags_given_are_not_asked(server, api):
+    shown = typed("str add ASKED --max-age 1h --replicas 1", server, [
+        ("Subjects to consume", "asked.a asked.b"), ("Storage backend", "tape"), ("Storage backend", "memory"),
+        ("Retention Policy", ""), ("Message count limit", "ten"), ("Message count limit", "10"),
+        ("Message size limit", "1MiB"), ("Maximum individual message size", "")])
+    assert "created stream ASKED" in shown  # each wrong answer was followed by the same question again
+    config = api.stream_info("ASKED").config
+    assert (config.subjects, str(config.storage), str(config.retention), config.max_msgs, config.max_bytes,
+            config.max_age, config.max_msg_size) == (["asked.a", "asked.b"], "memory", "limits", 10, 1024**2,
+                                                     3600.0, -1)
+    api.delete_stream("ASKED")
