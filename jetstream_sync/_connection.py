@@ -60,6 +60,8 @@ _PERMISSION_RE = re.compile(r'permissions violation for (publish to|subscription
                             re.IGNORECASE)
 
 
+#: In the subject of a pull request ($JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>, also under a domain).
+_PULL_NEXT = ".CONSUMER.MSG.NEXT."
 _AUTH_FAILURES = ("authorization violation", "authentication expired", "authentication revoked",
                   "authentication timeout")
 
@@ -503,8 +505,11 @@ class Connection:
                       headers: Mapping[str, str] | None = None) -> Reply:
         """(loop thread) A core request; the first reply. ``None`` waits without limit. Raises our
         errors, already translated (TimeoutError, NoRespondersError, PermissionViolationError, ...)."""
+        # A message a consumer delivers keeps its stream subject, so nats-py's shared reply subscription
+        # (which matches replies by subject) never sees it: a pull request by hand gets an inbox of its own.
         m = await _translated(self._nc.request(subject, payload, timeout=timeout if timeout is not None else 1e9,
-                                               headers=dict(headers) if headers else None))
+                                               headers=dict(headers) if headers else None,
+                                               old_style=_PULL_NEXT in subject))
         return Reply(m.subject, m.reply or "", m.data, m.headers or None)
 
     def write(self, cmd: bytes, owner: Any = None, token: Any = None) -> None:

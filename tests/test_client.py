@@ -690,6 +690,15 @@ class TestCoreNats:
         assert dict(reply.headers) == {}
 
     @pytest.mark.timeout(20)
+    def test_a_pull_request_by_hand_returns_the_message_with_its_stream_subject(self, client, js, name, subj):
+        stream = js.create_stream(name=name, subjects=[f"{subj}.>"], storage="memory")
+        stream.create_consumer(durable_name="by-hand")
+        js.publish(f"{subj}.a", b"order 1")
+        msg = client.request(f"$JS.API.CONSUMER.MSG.NEXT.{name}.by-hand", b"", timeout=5)
+        assert (msg.subject, msg.data) == (f"{subj}.a", b"order 1")
+        assert msg.reply.startswith(f"$JS.ACK.{name}.by-hand.")
+
+    @pytest.mark.timeout(20)
     def test_request_to_a_subject_nobody_listens_on_raises_no_responders_error_at_once(self, client):
         t0 = time.monotonic()
         with pytest.raises(jss.NoRespondersError):

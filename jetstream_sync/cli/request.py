@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import secrets
-import time
 from typing import Any
 
 import jetstream_sync as jss
@@ -30,31 +28,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_request(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """Print the reply (``--json``: subject, headers, data); no responders is an error (exit 1).
-
-    The reply comes to an inbox of this request's own: a message a consumer delivers keeps its stream
-    subject, so a shared reply subscription (nats-py's request) could not match it to the request."""
+    """Print the reply (``--json``: subject, headers, data); no responders is an error at once (exit 1),
+    no reply within ``--timeout`` too."""
     headers: dict[str, list[str]] = {}
     for key, value in args.header:
         headers.setdefault(key, []).append(value)
-    client = session.client()
-    inbox = f"_INBOX.{secrets.token_hex(11)}"
-    deadline = time.monotonic() + session.timeout
-    with client.subscribe(inbox) as replies:
-        client.publish(args.subject, args.data.encode(), reply=inbox, headers=headers or None)
-        while True:
-            # The server's "no responders" arrives as a status, which the stream reports as a warning.
-            if any(isinstance(w, jss.NoRespondersError) for w in replies.warnings):
-                raise CommandError(f"no responders on {args.subject!r}: nothing is subscribed to it")
-            try:
-                reply = replies.next(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
-                break
-            except jss.TimeoutError:
-                if time.monotonic() >= deadline:
-                    raise CommandError(f"no reply from {args.subject!r} within "
-                                       f"{fmt_duration(session.timeout)}") from None
-    # A reply to the inbox shows the subject asked; a message a consumer delivered, its own.
-    shown = args.subject if reply.subject == inbox else reply.subject
+    try:
+        reply = session.client().request(args.subject, args.data.encode(), headers=headers or None,
+                                         timeout=session.timeout)
+    except jss.NoRespondersError:
+        raise CommandError(f"no responders on {args.subject!r}: nothing is subscribed to it") from None
+    except jss.TimeoutError:
+        raise CommandError(f"no reply from {args.subject!r} within {fmt_duration(session.timeout)}") from None
+    # A plain reply shows the subject asked; a message a consumer delivered (a pull by hand), its own.
+    shown = args.subject if reply.subject.startswith("_INBOX.") else reply.subject
     if out.json:
         out.emit(message_dict(subject=shown, data=reply.data, headers=reply.headers))
     else:
