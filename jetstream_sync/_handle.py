@@ -61,7 +61,10 @@ class ConsumerHandle:
     def events(self, *, types: Any = None) -> EventStream:
         """This consumer's events (ack samples, max deliveries, NAKs, terms, actions, elections): see
         ``JetStream.events``. Blocks only to subscribe."""
-        return open_events(self._js._conn, ">", types, stream=self.stream_name, consumer=self.name)
+        # Every consumer event's subject ends in <stream>.<consumer> after three tokens (ADVISORY.CONSUMER.
+        # MSG_NAKED, METRIC.CONSUMER.ACK, ...): the server sends only this consumer's, not the account's.
+        return open_events(self._js._conn, f"*.*.*.{self.stream_name}.{self.name}", types,
+                           stream=self.stream_name, consumer=self.name)
 
     def delete(self, *, timeout: Timeout = DEFAULT) -> None:
         """Delete this consumer on the server (one request). Raises ``ConsumerNotFoundError``."""

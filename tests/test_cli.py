@@ -1,7 +1,7 @@
 # Charter: the jetstream-sync command line as a whole, through the real console script: help and
 # exit codes, one-line usage errors (exit 2), connection flags before or after the command and
 # $NATS_URL, an unreachable server (exit 4), -v logging, Ctrl-C (exit 130), and the demo.
-# The helpers here (`cli`, `ok`, `fails`, `as_json`) are shared by the other test_cli_*.py files.
+# The helpers here (`cli`, `ok`, `fails`, `as_json`, `interrupted`) are shared by the other test_cli_*.py files.
 from __future__ import annotations
 
 import json
@@ -42,6 +42,24 @@ def cli(*args: str, server: Any = None, input: str | None = None, timeout: float
     ``input``, or empty: never a terminal, so nothing is asked."""
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout,
                           input=input if input is not None else "", env=env if env is not None else cli_env(server))
+
+
+def interrupted(args: list[str], server: Any, ready: Any, what: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the console script, wait until ``ready()`` holds, send SIGINT (Ctrl-C); return the ended
+    process and how many seconds it took to end after the signal."""
+    proc = subprocess.Popen([str(CLI), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=cli_env(server))
+    try:
+        wait_for(ready, timeout=10, what=what)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), took
 
 
 def ok(proc: subprocess.CompletedProcess) -> str:
@@ -172,20 +190,11 @@ def test_verbose_logs_the_connection_to_stderr_and_the_default_is_quiet(nats_ser
 def test_ctrl_c_during_a_blocking_pull_exits_130_with_one_line(js, nats_server):
     js.create_stream(name="CLI_INTR", subjects=["cli.intr"], storage="memory")
     consumer = js.create_consumer("CLI_INTR", durable_name="waiter")
-    proc = subprocess.Popen([str(CLI), "consumer", "next", "CLI_INTR", "waiter", "--timeout", "60s"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(nats_server))
-    try:
-        wait_for(lambda: consumer.info().num_waiting >= 1, timeout=10, what="the CLI's pull to reach the server")
-        started = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    proc, took = interrupted(["consumer", "next", "CLI_INTR", "waiter", "--timeout", "60s"], nats_server,
+                             lambda: consumer.info().num_waiting >= 1, "the CLI's pull to reach the server")
     assert proc.returncode == 130
-    assert time.monotonic() - started < 3.0
-    assert err.splitlines() == [f"{ERROR}interrupted"] and out == ""
+    assert took < 3.0
+    assert proc.stderr.splitlines() == [f"{ERROR}interrupted"] and proc.stdout == ""
 
 
 # --- demo -------------------------------------------------------------------------------------------

@@ -7,8 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from jetstream_sync.cli._args import age, duration
-from jetstream_sync.cli.consumer import deliver_start, filters, percent
+from jetstream_sync.cli._args import age, deliver_start, duration, filters, percent
 
 DAY = 86400.0
 

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import time
 
 import pytest
 
 from conftest import wait_for
-from test_cli import CLI, ERROR, as_json, cli, cli_env, fails, ok
+from test_cli import CLI, ERROR, as_json, cli, cli_env, fails, interrupted, ok
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -104,17 +102,8 @@ def test_ctrl_c_ends_a_running_sub_within_a_second_with_one_line(orders, nats_se
     # Either way the CLI subscribes to idle.p, the deliver subject of a consumer with nothing to
     # deliver: its push_bound says when the interest has reached the server.
     orders.create_push_consumer("CLI_P", durable_name="idle", deliver_subject="idle.p", filter_subject="cli.p.none")
-    proc = subprocess.Popen([str(CLI), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=cli_env(nats_server))
-    try:
-        wait_for(lambda: orders.consumer_info("CLI_P", "idle").push_bound, 10, what="the CLI subscribed")
-        started = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130 and time.monotonic() - started < 1.5
-    assert err.splitlines() == [f"{ERROR}interrupted"] and out == ""
+    proc, took = interrupted(command, nats_server, lambda: orders.consumer_info("CLI_P", "idle").push_bound,
+                             "the CLI subscribed")
+    assert proc.returncode == 130 and took < 1.5
+    assert proc.stderr.splitlines() == [f"{ERROR}interrupted"] and proc.stdout == ""
 

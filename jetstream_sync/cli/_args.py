@@ -262,6 +262,44 @@ def time_ahead(text: str) -> datetime:
     return _time(text, +1)
 
 
+_DELIVER_POLICIES = ("all", "last", "new", "last_per_subject", "by_start_sequence", "by_start_time")
+
+
+def filters(text: str) -> list[str]:
+    """``--filter``: subjects, comma-separated; ``''`` (nothing) means every subject of the stream."""
+    return split_list(text) if text.strip() else []
+
+
+def percent(text: str) -> str:
+    """``--sample 100`` or ``100%``: the server's sample_freq, ``"100%"``."""
+    s = text.strip().rstrip("%").strip()
+    try:
+        value = int(s)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: expected 0 to 100, e.g. 100 or 100%")
+    return f"{value}%"
+
+
+def deliver_start(text: str) -> dict[str, Any]:
+    """``--deliver``: a policy (all, last, new, last-per-subject), a stream sequence, a duration ago or an
+    RFC 3339 time, as the config fields it sets."""
+    s = text.strip().lower().replace("-", "_")
+    if s in _DELIVER_POLICIES:
+        return {"deliver_policy": s}
+    try:
+        if s.isdigit():  # a plain number is a stream sequence, never seconds ago
+            if int(s) < 1:
+                raise argparse.ArgumentTypeError("a stream sequence starts at 1")
+            return {"deliver_policy": "by_start_sequence", "opt_start_seq": int(s)}
+        return {"deliver_policy": "by_start_time", "opt_start_time": time_ago(text)}
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"invalid start {text!r}: use all, last, new, last-per-subject, a stream sequence (e.g. 10), a "
+            f"duration ago (e.g. 2m, 1h) or an RFC 3339 time") from None
+
+
 def file_path(text: str) -> str:
     """A path to a readable file (checked now, so a typo is a usage error naming the flag)."""
     if not os.path.isfile(text):

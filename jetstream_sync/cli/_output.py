@@ -24,6 +24,7 @@ __all__ = [
     "fmt_size",
     "fmt_time",
     "message_dict",
+    "payload_text",
     "print_message",
     "progress_bar",
 ]
@@ -184,6 +185,14 @@ def progress_bar(total: int, wanted: bool | None, desc: str, unit: str = "msg") 
                 dynamic_ncols=True, mininterval=0.1, leave=True)
 
 
+def payload_text(data: bytes) -> str:
+    """A payload for people: its UTF-8 text, or a note of its size when it is binary (never dumped)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"<{len(data)} bytes of binary data; --json shows them as base64>"
+
+
 def print_message(out: Output, title: str, subject: str, headers: Any, data: bytes,
                   time: datetime | None = None, extra: str = "") -> None:
     """Print a message for people: a title line, its headers, a blank line, then the payload.
@@ -196,9 +205,5 @@ def print_message(out: Output, title: str, subject: str, headers: Any, data: byt
         for value in values:
             out.line(f"{key}: {value}")
     out.line()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = f"<{len(data)} bytes of binary data; --json shows them as base64>"
-    out.line(text)
+    out.line(payload_text(data))
     out.line()

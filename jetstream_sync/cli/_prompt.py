@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from ._args import UsageError
 
-__all__ = ["ask", "can_ask", "choice", "confirm_or_force", "nonempty"]
+__all__ = ["ask", "can_ask", "choice", "confirm_or_force", "force_flag", "nonempty"]
 
 
 def can_ask() -> bool:
@@ -57,6 +57,11 @@ def nonempty(text: str) -> str:
     if not text.strip():
         raise ValueError("an answer is required")
     return text.strip()
+
+
+def force_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``-f``/``--force`` (read by :func:`confirm_or_force`) to a deleting command."""
+    parser.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
 
 
 def confirm_or_force(args: argparse.Namespace, command: str, what: str) -> bool:

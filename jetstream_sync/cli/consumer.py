@@ -17,6 +17,9 @@ from ._args import (
     common_options,
     config_fields,
     config_flag,
+    deliver_start,
+    filters,
+    percent,
     read_json_config,
     duration,
     duration_list,
@@ -26,13 +29,12 @@ from ._args import (
     limit,
     opt,
     size,
-    split_list,
     subject,
     time_ago,
     time_ahead,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, nonempty
+from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
 from ._output import (
     Output,
     fmt_age,
@@ -48,8 +50,6 @@ from ._session import Session
 from .events import run_events
 
 __all__ = ["register"]
-
-_DELIVER = ["all", "last", "new", "last_per_subject", "by_start_sequence", "by_start_time"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -121,7 +121,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                                      "(and is needed without a terminal).")
     rm.add_argument("stream", metavar="STREAM")
     rm.add_argument("consumer", metavar="NAME")
-    rm.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
+    force_flag(rm)
     rm.set_defaults(handler=cmd_rm)
 
 
@@ -222,41 +222,6 @@ def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
         fields.update(durable_name=None)
     base = _from_file(args.config) if args.config else jss.ConsumerConfig()
     return attrs.evolve(base, **fields)
-
-
-def filters(text: str) -> list[str]:
-    """``--filter``: subjects, comma-separated; ``''`` (nothing) means every subject of the stream."""
-    return split_list(text) if text.strip() else []
-
-
-def percent(text: str) -> str:
-    """``--sample 100`` or ``100%``: the server's sample_freq, ``"100%"``."""
-    s = text.strip().rstrip("%").strip()
-    try:
-        value = int(s)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: expected 0 to 100, e.g. 100 or 100%")
-    return f"{value}%"
-
-
-def deliver_start(text: str) -> dict[str, Any]:
-    """``--deliver``: a policy (all, last, new, last-per-subject), a stream sequence, a duration ago or an
-    RFC 3339 time, as the config fields it sets."""
-    s = text.strip().lower().replace("-", "_")
-    if s in _DELIVER:
-        return {"deliver_policy": s}
-    try:
-        if s.isdigit():  # a plain number is a stream sequence, never seconds ago
-            if int(s) < 1:
-                raise argparse.ArgumentTypeError("a stream sequence starts at 1")
-            return {"deliver_policy": "by_start_sequence", "opt_start_seq": int(s)}
-        return {"deliver_policy": "by_start_time", "opt_start_time": time_ago(text)}
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"invalid start {text!r}: use all, last, new, last-per-subject, a stream sequence (e.g. 10), a "
-            f"duration ago (e.g. 2m, 1h) or an RFC 3339 time") from None
 
 
 def check_push_flags(cfg: jss.ConsumerConfig) -> None:

@@ -38,7 +38,7 @@ from ._output import (
     print_message,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, nonempty
+from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
 from ._session import Session
 
 __all__ = ["register"]
@@ -93,14 +93,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     which = purge.add_mutually_exclusive_group()
     which.add_argument("--seq", type=int_at_least(1), help="remove messages below this sequence")
     which.add_argument("--keep", type=int_at_least(0), help="keep this many of the newest messages")
-    _force_flag(purge)
+    force_flag(purge)
     purge.set_defaults(handler=cmd_purge)
 
     rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
     rmm.add_argument("stream", metavar="NAME")
     rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1))
     rmm.add_argument("--erase", action="store_true", help="overwrite it on disk too")
-    _force_flag(rmm)
+    force_flag(rmm)
     rmm.set_defaults(handler=cmd_rmm)
 
     get = cmds.add_parser("get", parents=[common], help="read one message",
@@ -114,7 +114,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                          description="Delete the stream, its messages and its consumers. Asks first on a "
                                      "terminal; -f deletes without asking (and is needed without a terminal).")
     rm.add_argument("stream", metavar="NAME")
-    _force_flag(rm)
+    force_flag(rm)
 
     # The JetStream model's `str template add`: gone from nats-server; say so rather than "invalid choice".
     template = cmds.add_parser("template", parents=[common])
@@ -122,10 +122,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     template.set_defaults(handler=cmd_template)
     rm.set_defaults(handler=cmd_rm)
 
-
-
-def _force_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
 
 
 def _config_flags(p: argparse.ArgumentParser) -> None:

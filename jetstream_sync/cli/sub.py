@@ -10,7 +10,7 @@ from typing import Any
 
 
 from ._args import int_at_least, subject
-from ._output import Output, message_dict
+from ._output import Output, message_dict, payload_text
 from ._session import Session
 
 __all__ = ["register"]
@@ -29,13 +29,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_sub)
 
 
-def _text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(data)} bytes of binary data; --json shows them as base64>"
-
-
 def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
     """Print ``[#n] Received on [subject]: 'data'`` per message (``--json``: one object per line)."""
     n = 0
@@ -47,7 +40,7 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
                                            reply=msg.reply or None))
             else:
                 when = time.strftime("%Y/%m/%d %H:%M:%S ") if args.timestamp else ""
-                out.line(f"{when}[#{n}] Received on [{msg.subject}]: {_text(msg.data)!r}")
+                out.line(f"{when}[#{n}] Received on [{msg.subject}]: {payload_text(msg.data)!r}")
                 out.stream.flush()
             if args.count is not None and n >= args.count:
                 break
