@@ -115,7 +115,7 @@ def jss_push(js: jss.JetStream, n: int, flow_control: bool, ordered: bool) -> Re
                        pending_msgs_limit=1_000_000, pending_bytes_limit=1 << 30, **kw)
     finished = done.wait(CASE_TIMEOUT)
     result = Result(time.perf_counter() - t0, cpu_seconds() - c0)
-    sub.unsubscribe()  # deletes the consumer it made
+    sub.unsubscribe(delete_consumer=not ordered)  # a named durable stays unless asked
     if not finished:
         fail(f"jss push (fc={flow_control}, ordered={ordered}): {count} of {n} in {CASE_TIMEOUT:.0f}s "
              f"(errors {problems!r})")

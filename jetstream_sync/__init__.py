@@ -41,7 +41,7 @@ from .config import (
     StreamInfo,
     Timestamp,
 )
-from .consume import ConsumeHandle, ConsumeStats, MessageStream
+from .consume import DEFAULT_NAK_DELAYS, ConsumeHandle, ConsumeStats, MessageStream
 from .consumer import Consumer
 from .errors import (
     APIError,
@@ -144,6 +144,7 @@ __all__ = [
     "ConsumerPause",
     "ConsumerTypeError",
     "DEFAULT",
+    "DEFAULT_NAK_DELAYS",
     "DeliverPolicy",
     "DiscardPolicy",
     "DomainLeaderElected",

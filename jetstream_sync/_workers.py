@@ -120,16 +120,16 @@ class WorkerPool:
         for _ in self._threads:
             self._q.put(_SENTINEL)
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
         """Discard what is queued, let each worker finish its current item, then join them.
 
-        Called from a worker it returns at once (that worker exits when its item is done).
-        Joins wake every 0.25 s, so Ctrl-C interrupts them. Idempotent.
+        Called from a worker, or with ``wait=False``, it returns at once (each worker exits when its
+        item is done). Joins wake every 0.25 s, so Ctrl-C interrupts them. Idempotent.
         """
         self.stopping = True
         self.discard_queued()
         self.wake_all()
-        if self.on_worker():
+        if not wait or self.on_worker():
             return
         for t in self._threads:
             while t.is_alive():

@@ -7,20 +7,30 @@
 #         taken (the pool's on_take), keeps them within max_messages, so a put
 #         never fails and a slow handler stops delivery instead of growing
 #         memory. Nothing here imports an engine.
-# Rule 2: user code (handlers, error_handler) runs on worker threads only.
-# Rule 3: nothing buffered is lost: a message no handler took is NAKed, and the
-#         handle closes only once the server has read every ack written.
+# Rule 2: user code runs on threads we own, never on the loop: handlers on the workers;
+#         error_handler on the worker for a handler's exception and on the handle's one
+#         reporter thread for warnings and the terminal error (out of band: a worker stuck in a
+#         handler holds no warning back, and warnings keep their order).
+# Rule 3: nothing buffered is lost: a message no handler took is NAKed at once, and the
+#         handle closes only once the server has read every ack written. A message whose
+#         handler raised is NAKed with a delay that grows with its delivery count (nak_delay),
+#         so one failing message never becomes a hot loop; without an error_handler its
+#         exception is shown as an uncaught thread exception is, once per error and message.
 from __future__ import annotations
 
 import logging
+import numbers
 import queue
+import sys
+import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, Union
 
 import attrs
 
 from . import errors
 from ._loop import WAKE_INTERVAL
+from ._protocol import ACK_DELIVERED, ACK_STREAM_SEQ
 from .message import Msg
 from ._engine import Engine, EngineFactory, Terminal, Warning_
 from ._workers import WorkerPool
@@ -29,9 +39,57 @@ if TYPE_CHECKING:
     from .consumer import Consumer
     from .pull import ConsumeOptions
 
-__all__ = ["ConsumeHandle", "ConsumeStats", "MessageStream", "check_handlers"]
+__all__ = ["ConsumeHandle", "ConsumeStats", "DEFAULT_NAK_DELAYS", "MessageStream", "NakDelay", "check_handlers",
+           "nak_schedule"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds before a message whose handler raised is redelivered, by its delivery count (1st failure
+#: 1 s, 2nd 2 s, then 5, 10 and 30 s for every later one), when its consumer has no ``backoff``.
+DEFAULT_NAK_DELAYS: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0)
+
+#: What ``nak_delay=`` takes: None (the consumer's ``backoff``, else :data:`DEFAULT_NAK_DELAYS`), seconds
+#: (0: at once), a sequence of seconds by delivery count (the last repeats), or ``f(msg) -> seconds``.
+NakDelay = Union[float, Sequence[float], Callable[[Msg], float], None]
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or value == float("inf"):
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def nak_schedule(nak_delay: Any, backoff: Sequence[float] | None = None) -> Callable[[Msg], float]:
+    """``nak_delay=`` as a function of the failed message (pure; raises before anything is sent).
+
+    None: the consumer's ``backoff`` when it has one, else :data:`DEFAULT_NAK_DELAYS`; a number:
+    that many seconds every time (0: at once); a sequence: its n-th entry for the n-th delivery, the
+    last one for every later delivery; a callable: called with the message on the worker thread.
+    Raises TypeError/ValueError naming ``nak_delay``.
+    """
+    if callable(nak_delay):
+        return nak_delay
+    if nak_delay is None:
+        delays: Sequence[float] = tuple(backoff) if backoff else DEFAULT_NAK_DELAYS
+    elif isinstance(nak_delay, (str, bytes)) or not isinstance(nak_delay, (numbers.Real, Sequence)):
+        raise TypeError(f"nak_delay must be seconds, a sequence of seconds by delivery count, a callable "
+                        f"f(msg) -> seconds, or None, got {nak_delay!r}")
+    elif isinstance(nak_delay, numbers.Real):
+        delays = (_seconds(nak_delay, "nak_delay"),)
+    else:
+        if not nak_delay:
+            raise ValueError("nak_delay must not be an empty sequence (give 0 to redeliver at once)")
+        delays = tuple(_seconds(d, f"nak_delay[{i}]") for i, d in enumerate(nak_delay))
+    last = len(delays) - 1
+
+    def delay(msg: Msg) -> float:
+        try:
+            n = msg._ack_fields()[ACK_DELIVERED]
+        except ValueError:
+            n = 1
+        return delays[min(max(n, 1) - 1, last)]
+
+    return delay
 
 
 def check_handlers(handler: Any, error_handler: Any, workers: Any = 1) -> None:
@@ -44,10 +102,10 @@ def check_handlers(handler: Any, error_handler: Any, workers: Any = 1) -> None:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
 
 
-def _nak_quietly(msg: Msg) -> None:
+def _nak_quietly(msg: Msg, delay: float = 0.0) -> None:
     try:
         if not msg.acked and msg.reply.startswith("$JS.ACK."):  # a core request's reply is not ours to answer
-            msg.nak()
+            msg.nak(delay or None)
     except errors.JetStreamError:
         pass  # closed client or already acked: the server redelivers after ack_wait
 
@@ -224,21 +282,109 @@ class ConsumeStats:
         return _html.consume_stats(self)
 
 
+class _Reporter:
+    """One thread (``<name>``) that hands warnings and the terminal error to ``report`` in the order
+    they arrived, out of band: workers busy in handlers hold nothing back. ``put`` never blocks."""
+
+    _END = object()
+
+    def __init__(self, name: str, report: Callable[[BaseException], None]) -> None:
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        #: (any thread, the loop's sink included) Queue one error for ``report``. Never blocks.
+        self.put: Callable[[BaseException], None] = self._q.put
+        self._report = report
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def on_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def _run(self) -> None:
+        get = self._q.get
+        while True:
+            item = get()
+            if item is self._END:
+                return
+            self._report(item)
+
+    def close(self, loop_thread: Any) -> None:
+        """End after everything queued so far, the loop's callbacks running now included (the end
+        marker is queued through the loop); wait for that unless called on the reporter itself."""
+        try:
+            loop_thread.call_soon(self._q.put, self._END)
+        except errors.ClientClosedError:
+            self._q.put(self._END)  # no loop: nothing more can be sunk
+        if self.on_thread():
+            return
+        while self._thread.is_alive():
+            self._thread.join(WAKE_INTERVAL)
+
+
+def _logging_configured(logger: logging.Logger) -> bool:
+    """True when a record of ``logger`` reaches a handler the application set up (not our NullHandler)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(type(h) is not logging.NullHandler for h in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent  # type: ignore[assignment]
+    return False
+
+
+def _where(msg: Msg) -> str:
+    """Which message this is, for a note on a handler's exception (no I/O)."""
+    try:
+        md = msg.metadata
+    except ValueError:
+        return f"the message on {msg.subject!r}"
+    return (f"message {msg.subject!r} (stream {md.stream!r} sequence {md.sequence.stream}, "
+            f"delivery {md.num_delivered}) of consumer {md.consumer!r}")
+
+
+def _identity(msg: Msg, exc: BaseException) -> tuple:
+    """A handler failure, the same one on every redelivery: the message and the error's type and text."""
+    try:
+        fields = msg._ack_fields()
+        where: Any = (fields[0], fields[1], fields[ACK_STREAM_SEQ])
+    except ValueError:
+        where = msg.subject
+    return (where, type(exc).__qualname__, str(exc))
+
+
+#: Distinct handler failures remembered per handle as already shown (then the memory starts again).
+_SHOWN_LIMIT = 10_000
+
+
 class ConsumeHandle:
     """``consumer.consume(handler, workers=N)``: a running consume with its worker threads.
 
     The loop thread puts delivered messages into a queue bounded by the engine's credit;
     ``workers`` threads named ``jetstream-sync-worker-*`` call ``handler(msg)``.
-    A handler that raises gets its message NAKed (unless it acked it) and
-    the exception goes to ``error_handler``, which also receives warnings and
-    the terminal error, on a worker thread. Thread-safe; handlers and the
-    error handler may call ``stop()``/``drain()``.
+    A handler that raises gets its message NAKed (unless it acked it) with a delay that grows with
+    the message's delivery count (``nak_delay``), and the exception goes to ``error_handler`` on
+    that worker; without an ``error_handler`` it is shown as an uncaught thread exception is
+    (``threading.excepthook``: its traceback on stderr), once per error and message. Warnings and
+    the terminal error reach ``error_handler`` (or the log) in order, on the handle's reporter
+    thread ``jetstream-sync-reporter-*``, even while every worker is busy. Thread-safe; handlers and
+    the error handler may call ``stop()``/``drain()``.
     """
 
     def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", handler: Callable[[Msg], Any], workers: int,
-                 error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory) -> None:
+                 error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory,
+                 nak_delay: NakDelay = None) -> None:
+        info = getattr(consumer, "cached_info", None)
+        backoff = getattr(getattr(info, "config", None), "backoff", None)
+        self._nak_delay = nak_schedule(nak_delay, backoff)
         self._handler = handler
         self._error_handler = error_handler
+        self._shown: set[tuple] = set()
+        # Messages handed back while the engine still delivers wait here for their NAK: NAKed while the
+        # server can still deliver to us, a message would come straight back to a reader that is stopping.
+        self._parked: list[Msg] = []
+        self._parked_lock = threading.Lock()
         # Bounded by the engine, not by the queue: the loop never puts more than the
         # engine's limit (messages or bytes) in flight (the engine counts them until a
         # worker takes one: on_take), and _put re-checks it. A SimpleQueue costs the
@@ -249,6 +395,7 @@ class ConsumeHandle:
         self._pool = WorkerPool(f"jetstream-sync-worker-{consumer.name}", workers, work=self._work,
                                 on_take=self._on_take, discard=self._discard, source_done=self._engine.halted,
                                 on_exit=self._on_exit)
+        self._reporter = _Reporter(f"jetstream-sync-reporter-{consumer.name}", self._report)
         self._submit = self._pool.submit
         self.error: BaseException | None = None
         self._handled = 0
@@ -258,16 +405,28 @@ class ConsumeHandle:
         #: Called once by the last worker out, before ``closed`` (the subscribe workflow's clean-up).
         self._on_closed: Callable[[], Any] | None = None
         self._conn.call(self._engine.start(), consumer.js.timeout)
+        self._reporter.start()
         self._pool.start()
 
     # -- loop thread -------------------------------------------------------
 
     def _put(self, item: Any) -> None:
-        if self._pool.stopping and type(item) is Msg:  # stop() was called: hand it back at once
-            self._engine.taken(item.size)
-            _nak_quietly(item)
+        kind = type(item)
+        if kind is not Msg:
+            if kind is Warning_:
+                self._warnings += 1
+                self._reporter.put(item.error)
+                return
+            if item.error is not None:  # Terminal: said now; the workers finish what is buffered first
+                self.error = item.error
+                self._reporter.put(item.error)
+            self._submit(item)
             return
-        if self._cap is not None and type(item) is Msg and self._engine.buffered() > self._cap:
+        if self._pool.stopping:  # stop() was called: hand it back
+            self._engine.taken(item.size)
+            self._give_back(item)
+            return
+        if self._cap is not None and self._engine.buffered() > self._cap:
             # Cannot happen while the credit accounting holds; never grow past the bound.
             self._engine.taken(item.size)
             _nak_quietly(item)
@@ -284,29 +443,41 @@ class ConsumeHandle:
     def _work(self, item: Any) -> None:
         if type(item) is Msg:
             self._handle(item)
-        elif type(item) is Warning_:
-            self._warnings += 1
-            self._report(item.error)
-        else:  # Terminal: nothing more will arrive; finish what is buffered
-            if item.error is not None:
-                self.error = item.error
-                self._report(item.error)
+        else:  # Terminal (already reported): nothing more will arrive; finish what is buffered
             self._pool.drain()
 
     def _discard(self, item: Any) -> None:
-        """After stop(): a message goes back to the server; warnings and the end are still reported."""
+        """After stop(): a message goes back to the server; the end still ends the pool."""
         if type(item) is Msg:
-            _nak_quietly(item)
+            self._give_back(item)
         else:
             self._work(item)
+
+    def _give_back(self, msg: Msg) -> None:
+        """NAK ``msg`` (redelivered at once) once the engine can deliver nothing more (any thread)."""
+        if self._engine.halted.is_set():
+            _nak_quietly(msg)
+            return
+        with self._parked_lock:
+            self._parked.append(msg)
+        if self._engine.halted.is_set():  # halted meanwhile: whoever flushed may have missed it
+            self._flush_parked()
+
+    def _flush_parked(self) -> None:
+        with self._parked_lock:
+            parked, self._parked = self._parked, []
+        for msg in parked:
+            _nak_quietly(msg)
 
     def _on_exit(self) -> None:
         """Last worker out: once the engine has halted nothing more arrives; NAK what nobody took."""
         self._engine.stop_soon()
         _wait_halted(self._engine)
         self._pool.discard_queued()
-        # "closed" means the server has every ack/nak/term the workers wrote.
+        self._flush_parked()
+        # "closed" means the server has every ack/nak/term the workers wrote, and every warning was said.
         self._conn.confirm_writes()
+        self._reporter.close(self._conn.loop_thread)
         if self._on_closed is not None:
             try:
                 self._on_closed()
@@ -319,12 +490,49 @@ class ConsumeHandle:
             self._handled += 1
         except Exception as exc:
             self._handler_errors += 1
-            _nak_quietly(msg)
-            self._report(exc)
+            try:
+                delay = self._nak_delay(msg)
+            except Exception:
+                log.exception("jetstream_sync: nak_delay raised; redelivering after %ss", DEFAULT_NAK_DELAYS[-1])
+                delay = DEFAULT_NAK_DELAYS[-1]
+            _nak_quietly(msg, delay)
+            if self._error_handler is not None:
+                self._report(exc)
+            else:
+                self._show(msg, exc, delay)
+
+    def _show(self, msg: Msg, exc: BaseException, delay: float) -> None:
+        """No error_handler: show a handler's exception once per error and message (a redelivery failing
+        the same way is counted, not shown again): as an ERROR record with its traceback when the
+        application configured logging, else as an uncaught thread exception (``threading.excepthook``)."""
+        key = _identity(msg, exc)
+        log.debug("jetstream_sync: handler raised on %s: %r", msg.subject, exc)
+        if key in self._shown:
+            return
+        if len(self._shown) >= _SHOWN_LIMIT:
+            self._shown.clear()
+        self._shown.add(key)
+        again = f"redelivered in {delay:g}s" if delay else "redelivered at once"
+        note = (f"jetstream_sync: raised by the consume handler on {_where(msg)}; the message was NAKed and is "
+                f"{again}. Shown once per error and message; pass error_handler= to handle errors yourself.")
+        if _logging_configured(log):  # the application reads its log: the traceback goes there
+            log.error("%s", note, exc_info=exc)
+            return
+        add_note = getattr(exc, "add_note", None)
+        if add_note is not None:
+            add_note(note)
+        else:  # Python 3.10: no notes; say it first
+            print(note, file=sys.stderr)
+        try:
+            threading.excepthook(threading.ExceptHookArgs(  # type: ignore[call-arg]
+                (type(exc), exc, exc.__traceback__, threading.current_thread())))
+        except Exception:
+            log.exception("jetstream_sync: threading.excepthook raised")
 
     def _report(self, exc: BaseException) -> None:
         if self._error_handler is None:
-            if isinstance(exc, (errors.NoHeartbeatError, errors.APIError)) and self.error is not exc:
+            if isinstance(exc, (errors.NoHeartbeatError, errors.APIError, errors.SlowConsumerError,
+                                errors.MessageGapError)) and self.error is not exc:
                 log.warning("jetstream_sync: consume warning: %s", exc)
             else:
                 log.error("jetstream_sync: consume error: %r", exc, exc_info=exc)
@@ -342,11 +550,23 @@ class ConsumeHandle:
         Blocks until every worker has finished its current message (at most
         the handler's time), so no handler starts after it returns. Called
         from inside a handler or the error handler it returns at once and the
-        handle closes when that handler returns. Idempotent.
+        handle closes when that handler returns. Idempotent. Leaving a ``with``
+        block by an exception (Ctrl-C included) calls it.
         """
         self._pool.stopping = True  # first: the loop hands back what still arrives
         self._engine.stop_soon()
+        if self._pool.on_worker() or self._reporter.on_thread():
+            self._pool.stop(wait=False)  # the last worker out hands back the rest
+            return
+        try:
+            # Interest first (one round trip): a NAK the server can deliver straight back to us would
+            # only bounce, and be lost with the connection if the process is leaving.
+            _wait_halted(self._engine)
+        finally:  # a second Ctrl-C while waiting still hands the buffer back
+            self._pool.discard_queued()
+            self._flush_parked()
         self._pool.stop()
+        self._flush_parked()
 
     def drain(self) -> None:
         """Stop pulling and let the workers handle everything buffered; then the handle closes.
@@ -407,7 +627,12 @@ class ConsumeHandle:
     def __enter__(self) -> "ConsumeHandle":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Leaving normally drains (everything buffered is handled, then the handle closes); leaving by
+        an exception, Ctrl-C included, stops: handlers in flight finish, what is buffered is NAKed."""
+        if exc_type is not None:
+            self.stop()
+            return
         self.drain()
-        if not self._pool.on_worker():
+        if not self._pool.on_worker() and not self._reporter.on_thread():
             self.wait()

@@ -14,7 +14,7 @@ from . import errors
 from ._handle import ConsumerHandle
 from .config import ConsumerInfo
 from .message import Msg
-from .consume import ConsumeHandle, MessageStream, check_handlers
+from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .pull import ContinuousPull, MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
 
 if TYPE_CHECKING:
@@ -111,18 +111,29 @@ class Consumer(ConsumerHandle):
     def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
                 error_handler: Callable[[BaseException], Any] | None = None, max_messages: int | None = None,
                 max_bytes: int | None = None, expires: float = 30.0, idle_heartbeat: float | None = None,
-                threshold_messages: int | None = None, threshold_bytes: int | None = None) -> ConsumeHandle:
+                threshold_messages: int | None = None, threshold_bytes: int | None = None,
+                nak_delay: NakDelay = None) -> ConsumeHandle:
         """Consume continuously: ``workers`` threads call ``handler(msg)``; return a :class:`ConsumeHandle`.
 
         Messages wait in a bounded queue (never more than ``max_messages``
         or ``max_bytes``); a slow handler slows the pulling. ``workers=1``
-        keeps stream order. ``error_handler(exc)`` receives handler
-        exceptions (the message is NAKed unless acked), warnings and the
-        terminal error, on a worker thread. Blocks only to start.
+        keeps stream order.
+
+        A handler that raises gets its message NAKed (unless it acked it),
+        redelivered after ``nak_delay``: by default the consumer's ``backoff``
+        by delivery count, else 1, 2, 5, 10, then 30 s; a number of seconds
+        (0: at once), a sequence by delivery count, or ``f(msg) -> seconds``.
+        ``error_handler(exc)`` receives handler exceptions on that worker, and
+        warnings and the terminal error, in order, on the handle's reporter
+        thread (even while every worker is busy). Without an ``error_handler``
+        a handler's exception is shown as an uncaught thread exception is
+        (``threading.excepthook``), once per error and message. Blocks only to
+        start. Raises ValueError/TypeError for bad arguments (nothing sent).
         """
         check_handlers(handler, error_handler, workers)
+        nak_schedule(nak_delay)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
-        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=ContinuousPull)
+        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=ContinuousPull, nak_delay=nak_delay)
 
     def __repr__(self) -> str:
         return f"<Consumer {self.stream_name!r}/{self.name!r}>"

@@ -21,6 +21,7 @@ from ._retry import RetryPolicy
 from ._protocol import DEFAULT, Timeout, check_int, check_subject, prepare_pub, pub_command_parts
 from ._jsapi import JsApi
 from .api import ApiPrefix
+from .consume import NakDelay
 from .consumer import Consumer
 from .ordered import OrderedConsumer
 from .message import Msg
@@ -343,16 +344,20 @@ class JetStream:
                   pending_msgs_limit: int = DEFAULT_PENDING_MSGS, pending_bytes_limit: int = DEFAULT_PENDING_BYTES,
                   deliver_policy: Any = None, headers_only: bool | None = None,
                   inactive_threshold: float | None = None, workers: int = 1,
-                  error_handler: Callable[[BaseException], Any] | None = None) -> Subscription:
+                  error_handler: Callable[[BaseException], Any] | None = None,
+                  nak_delay: NakDelay = None) -> Subscription:
         """Subscribe to ``subject`` through a push consumer, as nats-py's ``js.subscribe`` (blocking).
 
         Follows ADR-15: the stream is the one capturing ``subject`` (or ``stream``); ``queue`` is the
         durable name when none is given; an existing consumer is bound after the push_bound,
         deliver_group, filter, pull-vs-push and config checks, else one is created (subscribed first).
         With ``handler``, ``workers`` threads run it and each message is acked after it returns unless
-        ``manual_ack`` or it was acked (a handler that raises: NAK, the error to ``error_handler``);
-        without one, read with ``sub.next_msg()`` or ``for msg in sub`` and ack yourself. A consumer
-        this call created is deleted by ``unsubscribe()`` and after ``drain()``.
+        ``manual_ack`` or it was acked (a handler that raises: NAK after ``nak_delay``, as in
+        ``consume()``, the error to ``error_handler`` or shown once on stderr); without one, read with
+        ``sub.next_msg()`` or ``for msg in sub`` and ack yourself. An ephemeral consumer this call
+        created is deleted by ``unsubscribe()`` and after ``drain()``; a named durable (``durable=``)
+        and a queue group's consumer stay until deleted on purpose
+        (``sub.unsubscribe(delete_consumer=True)`` or ``js.delete_consumer``).
 
         Blocks for the lookups, the create and the subscribe (each at most the context's timeout).
         Raises ``SubscriptionConfigError`` (queue with ``idle_heartbeat``/``flow_control``, checked
@@ -365,7 +370,7 @@ class JetStream:
                          flow_control=flow_control, pending_msgs_limit=pending_msgs_limit,
                          pending_bytes_limit=pending_bytes_limit, deliver_policy=deliver_policy,
                          headers_only=headers_only, inactive_threshold=inactive_threshold, workers=workers,
-                         error_handler=error_handler)
+                         error_handler=error_handler, nak_delay=nak_delay)
 
     def pull_subscribe(self, subject: str, durable: str | None = None, stream: str | None = None,
                        config: ConsumerConfig | Mapping[str, Any] | None = None) -> "Consumer":

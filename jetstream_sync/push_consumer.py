@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ._handle import ConsumerHandle
-from .consume import ConsumeHandle, MessageStream, check_handlers
+from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .message import Msg
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
 
@@ -35,20 +35,25 @@ class PushConsumer(ConsumerHandle):
     def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
                 error_handler: Callable[[BaseException], Any] | None = None,
                 pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
-                pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> ConsumeHandle:
+                pending_bytes_limit: int = DEFAULT_PENDING_BYTES, nak_delay: NakDelay = None) -> ConsumeHandle:
         """Subscribe to the deliver subject; ``workers`` threads call ``handler(msg)``. Return the handle.
 
         Blocks only to subscribe (at most the context's timeout). Messages wait in a buffer of at most
         ``pending_msgs_limit`` messages and ``pending_bytes_limit`` bytes: with flow control on the
         consumer a slow handler pauses the server; without it a full buffer drops messages, counts them
         and reports ``SlowConsumerError`` (explicit-ack messages are redelivered after ``ack_wait``).
-        ``error_handler(exc)`` receives handler exceptions (the message is NAKed unless acked), warnings
-        (missed heartbeats, gaps, slow consumer) and the terminal error, on a worker thread.
+        A handler that raises gets its message NAKed (unless acked), redelivered after ``nak_delay``
+        (as ``Consumer.consume``); ``error_handler(exc)`` receives its exception on that worker, and
+        warnings (missed heartbeats, gaps, slow consumer) and the terminal error in order on the
+        handle's reporter thread, promptly even while every worker is busy; without one the handler's
+        exception is shown once per error and message on stderr (``threading.excepthook``).
         ``workers=1`` keeps stream order. Raises ValueError/TypeError for bad arguments (nothing sent).
         """
         check_handlers(handler, error_handler, workers)
+        nak_schedule(nak_delay)
         opts = push_options(self._info.config, pending_msgs_limit, pending_bytes_limit)  # type: ignore[arg-type]
-        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=PushEngine)  # type: ignore[arg-type]
+        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=PushEngine,  # type: ignore[arg-type]
+                             nak_delay=nak_delay)
 
     def messages(self, *, pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
                  pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> MessageStream:

@@ -5,8 +5,11 @@
 #
 # Rule 1: the options alone are checked before anything is sent, the queue + heartbeat/flow-control
 #         rule first; checks against an existing consumer name the field and both values.
-# Rule 2: a consumer this call created is deleted by ``unsubscribe()`` and once a ``drain()`` has
-#         closed, by this subscription only; a failed delete goes to ``error_handler`` (or the log).
+# Rule 2: an ephemeral consumer this call created is deleted by ``unsubscribe()`` and once a
+#         ``drain()`` has closed, by this subscription only; a named durable and a queue group's
+#         consumer stay until deleted on purpose (``unsubscribe(delete_consumer=True)``), so a restarted
+#         subscriber resumes and a leaving member starves no one. A failed delete goes to
+#         ``error_handler`` (or the log).
 # Rule 3: auto-ack happens after the handler returned, on its worker, and only for a message it
 #         neither acked nor failed on; a message not handled is never acked.
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ._protocol import DEFAULT, Timeout, check_subject
 from ._engine import Terminal, Warning_
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .config import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, config_from
-from .consume import ConsumeHandle, MessageStream, check_handlers
+from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .consumer import Consumer
 from .message import Msg
 from .ordered import create_incarnation
@@ -140,8 +143,10 @@ class Subscription:
     With a handler, ``workers`` threads run it and :meth:`next_msg` is not available; without one,
     :meth:`next_msg` and iteration give the messages on the calling thread. ``pending`` (buffered now),
     ``delivered`` (JetStream messages received) and ``dropped`` (refused by a full buffer) are counters
-    read without I/O. Leaving a ``with`` block drains it (with a handler: everything the server sent
-    before is handled first) or, without a handler, unsubscribes it (what was not read is NAKed).
+    read without I/O. Leaving a ``with`` block normally drains it (with a handler: everything the server
+    sent before is handled first) or, without a handler, unsubscribes it (what was not read is NAKed);
+    leaving it by an exception (Ctrl-C included) unsubscribes it: handlers in flight finish, what is
+    buffered is NAKed, control returns at once.
     """
 
     def __init__(self, js: "JetStream", subject: str, queue: str | None, consumer: PushConsumer, created: bool,
@@ -151,6 +156,10 @@ class Subscription:
         self.queue = queue
         self._consumer = consumer
         self._created = created
+        # Only an ephemeral this subscription created goes with it: a named durable or a queue group's stays.
+        cfg = consumer.cached_info.config
+        self._owned = created and cfg is not None and not cfg.durable_name
+        self._delete = False  # unsubscribe(delete_consumer=True) asked for the consumer to go
         self._reader = reader
         self._engine: PushEngine = reader._engine  # type: ignore[assignment]
         self._error_handler = error_handler
@@ -218,13 +227,20 @@ class Subscription:
 
     # -- ending ------------------------------------------------------------
 
-    def unsubscribe(self) -> None:
+    def unsubscribe(self, delete_consumer: bool = False) -> None:
         """Stop now: no more deliveries; messages buffered and not handled are NAKed. Then delete the
-        consumer if this subscription created it (one request; a failure goes to ``error_handler``).
+        consumer if it is an ephemeral this subscription created, or if ``delete_consumer`` is True (a
+        named durable or a queue group's consumer otherwise stays, so a later subscriber resumes where
+        it stood). One request; a failure goes to ``error_handler`` (or the log).
 
         Blocks until the workers finished their current message and the delete is answered.
         Idempotent; from inside a handler it returns at once and the rest follows when it returns.
+        Raises TypeError for a ``delete_consumer`` that is not a bool.
         """
+        if not isinstance(delete_consumer, bool):
+            raise TypeError(f"delete_consumer must be True or False, got {delete_consumer!r}")
+        if delete_consumer:
+            self._delete = True
         self._reader.stop()
         if isinstance(self._reader, ConsumeHandle) and not self._reader.closed:
             return  # called from a handler: the close callback deletes
@@ -232,7 +248,8 @@ class Subscription:
 
     def drain(self) -> None:
         """Stop interest, let everything the server sent before reach the handler (or iteration), then
-        close and delete a consumer this subscription created. Returns at once: use :meth:`wait`."""
+        close and delete an ephemeral consumer this subscription created (a named durable and a queue
+        group's consumer stay). Returns at once: use :meth:`wait`."""
         self._reader.drain()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -256,7 +273,7 @@ class Subscription:
 
     def _clean_up(self) -> None:
         with self._cleanup_lock:
-            if self._cleaned or not self._created:
+            if self._cleaned or not (self._owned or self._delete):
                 self._cleaned = True
                 return
             self._cleaned = True
@@ -271,19 +288,19 @@ class Subscription:
                 except Exception:
                     log.exception("jetstream_sync: error_handler raised")
             else:
-                log.warning("jetstream_sync: could not delete consumer %r of stream %r made by subscribe(): %s",
+                log.warning("jetstream_sync: could not delete consumer %r of stream %r: %s",
                             self.consumer_name, self.stream_name, exc)
 
     def __enter__(self) -> "Subscription":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if isinstance(self._reader, MessageStream):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None or isinstance(self._reader, MessageStream):
             # Nobody iterates after the block: hand back what is buffered instead of leaving it to ack_wait.
             self.unsubscribe()
             return
         self.drain()
-        if self._reader._pool.on_worker():
+        if self._reader._pool.on_worker() or self._reader._reporter.on_thread():
             return
         self.wait()
 
@@ -316,7 +333,8 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
               ordered_consumer: bool = False, idle_heartbeat: float | None = None, flow_control: bool = False,
               pending_msgs_limit: int = DEFAULT_PENDING_MSGS, pending_bytes_limit: int = DEFAULT_PENDING_BYTES,
               deliver_policy: Any = None, headers_only: bool | None = None, inactive_threshold: float | None = None,
-              workers: int = 1, error_handler: Callable[[BaseException], Any] | None = None) -> Subscription:
+              workers: int = 1, error_handler: Callable[[BaseException], Any] | None = None,
+              nak_delay: NakDelay = None) -> Subscription:
     """See ``JetStream.subscribe``."""
     _check_queue_rules(queue, idle_heartbeat, flow_control)
     cfg = config_from(ConsumerConfig, config, {})
@@ -328,6 +346,7 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
         check_handlers(handler, error_handler, workers)
     elif error_handler is not None and not callable(error_handler):
         raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
+    nak_schedule(nak_delay)  # checked before anything is sent
     if ordered_consumer:
         given = [n for n, v in (("queue", queue), ("durable", durable), ("manual_ack", manual_ack)) if v]
         if given:
@@ -351,7 +370,7 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
     stream_name = _find_stream(js, subject, stream)
     if ordered_consumer:
         return _ordered(js, subject, stream_name, wanted, handler, workers, error_handler, pending_msgs_limit,
-                        pending_bytes_limit)
+                        pending_bytes_limit, nak_delay)
     info = _lookup(js, stream_name, name)
     created = False
     if info is None:
@@ -363,7 +382,7 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
             ack_policy=wanted.ack_policy or AckPolicy.EXPLICIT)
         placeholder = PushConsumer(js, ConsumerInfo(stream_name=stream_name, name=new.name, config=new))
         reader = _reader(placeholder, new, handler, manual_ack, workers, error_handler, pending_msgs_limit,
-                         pending_bytes_limit)
+                         pending_bytes_limit, nak_delay)
         try:  # subscribed above, before the consumer exists: the server sees interest at once
             consumer = js.create_push_consumer(stream_name, new)
             created = True
@@ -386,7 +405,7 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
         _check_config(info, wanted, label)
         consumer = PushConsumer(js, info)
         reader = _reader(consumer, info.config, handler, manual_ack, workers, error_handler,  # type: ignore[arg-type]
-                         pending_msgs_limit, pending_bytes_limit)
+                         pending_msgs_limit, pending_bytes_limit, nak_delay)
     else:
         placeholder._info = consumer.cached_info
         consumer = placeholder
@@ -396,12 +415,14 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
 
 
 def _reader(consumer: PushConsumer, cfg: ConsumerConfig, handler: Callable[[Msg], Any] | None, manual_ack: bool,
-            workers: int, error_handler: Any, msgs_limit: Any, bytes_limit: Any) -> ConsumeHandle | MessageStream:
+            workers: int, error_handler: Any, msgs_limit: Any, bytes_limit: Any,
+            nak_delay: NakDelay) -> ConsumeHandle | MessageStream:
     opts = push_options(cfg, msgs_limit, bytes_limit)
     if handler is None:
         return MessageStream(consumer, opts, engine=PushEngine)  # type: ignore[arg-type]
     work = _auto_ack(handler, manual_ack, cfg.ack_policy is AckPolicy.NONE)
-    return ConsumeHandle(consumer, opts, work, workers, error_handler, engine=PushEngine)  # type: ignore[arg-type]
+    return ConsumeHandle(consumer, opts, work, workers, error_handler, engine=PushEngine,  # type: ignore[arg-type]
+                         nak_delay=nak_delay)
 
 
 #: The idle heartbeat of an ordered push consumer when none is given (as nats.go).
@@ -412,7 +433,7 @@ _ORDERED_INACTIVE = 300.0
 
 def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerConfig,
              handler: Callable[[Msg], Any] | None, workers: int, error_handler: Any, msgs_limit: Any,
-             bytes_limit: Any) -> Subscription:
+             bytes_limit: Any, nak_delay: NakDelay) -> Subscription:
     base = attrs.evolve(wanted, name=None, durable_name=None, ack_policy=AckPolicy.NONE, flow_control=True,
                         idle_heartbeat=wanted.idle_heartbeat or _ORDERED_HEARTBEAT, mem_storage=True,
                         num_replicas=1, max_deliver=1, deliver_group=None,
@@ -430,7 +451,8 @@ def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerCo
     if handler is None:
         reader = MessageStream(handle, opts, engine=engine)  # type: ignore[arg-type]
     else:
-        reader = ConsumeHandle(handle, opts, handler, workers, error_handler, engine=engine)  # type: ignore[arg-type]
+        reader = ConsumeHandle(handle, opts, handler, workers, error_handler, engine=engine,  # type: ignore[arg-type]
+                               nak_delay=nak_delay)
     return Subscription(js, subject, None, handle, False, reader, error_handler)
 
 

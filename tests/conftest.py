@@ -76,7 +76,8 @@ import time  # noqa: E402
 
 import jetstream_sync as jss  # noqa: E402
 
-_OUR_THREADS = ("jetstream-sync-loop", "jetstream-sync-events", "jetstream-sync-worker", "jetstream-sync-progress")
+_OUR_THREADS = ("jetstream-sync-loop", "jetstream-sync-events", "jetstream-sync-worker", "jetstream-sync-reporter",
+                "jetstream-sync-progress")
 
 
 def our_threads() -> list[threading.Thread]:

@@ -4,6 +4,11 @@
 # (also from inside handlers), a server restart, client close, bad arguments.
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -119,7 +124,7 @@ def test_a_handler_exception_naks_the_message_reports_it_and_consumption_goes_on
     handle = consumer.consume(handler, error_handler=rec.on_error)
     try:
         wait_for(lambda: rec.count() == 10, 10, what="all 10 messages handled")
-        assert (3, 2) in rec.deliveries  # redelivered at once (NAK), well before ack_wait
+        assert (3, 2) in rec.deliveries  # redelivered after the first NAK delay (1 s), well before ack_wait
         assert sorted(rec.seqs) == list(range(1, 11))
         assert rec.errors == [boom]
         assert handle.stats.handler_errors == 1
@@ -440,3 +445,222 @@ def test_leaving_consume_means_every_ack_has_reached_the_server_two_hundred_time
         # The server has read every ack (the client's PING/PONG); its consumer applies them from its own
         # queue, so on a loaded machine info() may need a moment (seen once in 800 runs, two suites at once).
         wait_for(lambda: consumer.info().num_ack_pending == 0, 2, what=f"run {run}: every ack applied")
+
+
+# --- a handler that keeps failing --------------------------------------------------------------
+
+
+class Failing:
+    """A handler that raises on every delivery, recording when each delivery started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.at: list[float] = []
+        self.errors: list[BaseException] = []
+
+    def handler(self, msg: jss.Msg) -> None:
+        with self.lock:
+            self.at.append(time.monotonic())
+        raise AttributeError("'NoneType' object has no attribute 'total'")
+
+    def on_error(self, exc: BaseException) -> None:
+        with self.lock:
+            self.errors.append(exc)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.at)
+
+
+@pytest.mark.timeout(30)
+def test_a_handler_that_always_raises_is_redelivered_a_handful_of_times_in_three_seconds_not_in_a_hot_loop(
+        js, consumer):
+    publish(js, 1)
+    bad = Failing()
+    handle = consumer.consume(bad.handler, error_handler=bad.on_error)
+    try:
+        wait_for(lambda: bad.count() >= 2, 10, what="the first redelivery")
+        started = bad.at[0]
+        wait_for(lambda: time.monotonic() - started >= 3.0, 10, interval=0.05, what="three seconds")
+        in_three_seconds = sum(1 for t in bad.at if t - started < 3.0)
+        assert 2 <= in_three_seconds <= 4, bad.at  # 1 s, then 2 s apart: not thousands
+        assert bad.at[1] - bad.at[0] >= 0.9  # the server held it back for the first delay
+        assert handle.stats.handler_errors == bad.count() and len(bad.errors) == bad.count()
+    finally:
+        handle.stop()
+    assert handle.wait(5)
+
+
+@pytest.mark.timeout(30)
+def test_nak_delay_takes_seconds_by_delivery_count_and_zero_redelivers_at_once(js, consumer):
+    publish(js, 1)
+    bad = Failing()
+    handle = consumer.consume(bad.handler, error_handler=bad.on_error, nak_delay=[0, 0, 60])
+    try:
+        wait_for(lambda: bad.count() == 3, 10, what="two redeliveries at once")
+        time.sleep(1.5)  # the third failure asked for 60 s: nothing may arrive meanwhile
+        assert bad.count() == 3
+    finally:
+        handle.stop()
+    assert handle.wait(5)
+
+
+@pytest.mark.timeout(30)
+def test_a_consumers_own_backoff_paces_the_redeliveries_of_a_failing_handler(js, stream):
+    consumer = stream.create_consumer(durable_name="backoff", ack_policy="explicit", backoff=[0.2, 60.0],
+                                      max_deliver=5)
+    publish(js, 1)
+    bad = Failing()
+    handle = consumer.consume(bad.handler, error_handler=bad.on_error)
+    try:
+        wait_for(lambda: bad.count() == 2, 10, what="the redelivery after the backoff's first 0.2 s")
+        time.sleep(3.0)  # the default would redeliver after 2 s; the backoff's second entry is 60 s
+        assert bad.count() == 2
+    finally:
+        handle.stop()
+    assert handle.wait(5)
+
+
+@pytest.mark.parametrize("nak_delay, exc, match", [
+    ("1s", TypeError, "nak_delay must be seconds"),
+    (-1, ValueError, "nak_delay must be a finite number of seconds >= 0"),
+    ([1, -2], ValueError, r"nak_delay\[1\] must be"),
+    ([], ValueError, "nak_delay must not be an empty sequence"),
+    (float("nan"), ValueError, "nak_delay must be a finite number"),
+])
+def test_a_bad_nak_delay_is_refused_naming_it_before_anything_is_sent(js, consumer, api_spy, nak_delay, exc,
+                                                                      match):
+    assert_sends_nothing(api_spy, js, lambda: consumer.consume(print, nak_delay=nak_delay), exc, match)
+
+
+FAILING_HANDLER = textwrap.dedent("""
+    import sys, time
+    import jetstream_sync as jss
+
+    with jss.connect(sys.argv[1]) as client:
+        js = client.jetstream()
+        stream = js.create_stream(name=sys.argv[2], subjects=[sys.argv[2] + ".>"], storage="memory")
+        consumer = stream.create_consumer(durable_name="d", ack_policy="explicit")
+        js.publish(sys.argv[2] + ".order", b"{}")
+
+        def handler(msg):
+            return msg.data.total  # a bug: bytes have no attribute total
+
+        with consumer.consume(handler, nak_delay=0) as handle:  # no error_handler, no logging set up
+            deadline = time.monotonic() + 20
+            while handle.stats.handler_errors < 20 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        print(handle.stats.handler_errors, flush=True)
+        js.delete_stream(sys.argv[2])
+""")
+
+
+@pytest.mark.timeout(60)
+def test_without_an_error_handler_a_handler_exception_is_shown_once_on_stderr_with_its_traceback(
+        nats_server, name, tmp_path):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_HANDLER)
+    done = subprocess.run([sys.executable, str(script), nats_server.url, name], capture_output=True, text=True,
+                          timeout=45)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) >= 20  # redelivered at once (nak_delay=0) and failing every time
+    err = done.stderr
+    assert err.count("Traceback (most recent call last)") == 1, err
+    assert err.count("AttributeError: 'bytes' object has no attribute 'total'") == 1, err
+    assert "return msg.data.total" in err  # the user's own line
+    assert f"message '{name}.order' (stream '{name}' sequence 1, delivery 1) of consumer 'd'" in err
+    assert "pass error_handler=" in err
+
+
+# --- leaving a with block by an exception -------------------------------------------------------
+
+INTERRUPTED = textwrap.dedent("""
+    import sys, time
+    import jetstream_sync as jss
+
+    url, name, how = sys.argv[1:4]
+    with jss.connect(url) as client:
+        js = client.jetstream()
+        started = []
+
+        def handler(msg):
+            started.append(1)
+            time.sleep(1.0)  # slow work
+            msg.ack()
+
+        if how == "consume":
+            consumer = js.consumer(name, "slow")
+            block = consumer.consume(handler, workers=4, max_messages=100)
+        else:
+            block = js.subscribe(name + ".a", durable="slow", stream=name, handler=handler, workers=4,
+                                 manual_ack=True)
+        with block:
+            while len(started) < 4:
+                time.sleep(0.01)
+            print("ready", flush=True)
+            time.sleep(60)
+""")
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("how", ["consume", "subscribe"])
+def test_ctrl_c_inside_a_with_block_stops_at_once_and_the_buffer_is_redelivered_at_once(js, nats_server, name,
+                                                                                         tmp_path, how):
+    stream = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    if how == "consume":
+        stream.create_consumer(durable_name="slow", ack_policy="explicit", ack_wait=60)
+    else:
+        stream.create_push_consumer(durable_name="slow", deliver_subject=f"dl.{name}", ack_policy="explicit",
+                                    ack_wait=60, filter_subject=f"{name}.a", max_ack_pending=200)
+    publish(js, 100, subject=f"{name}.a")
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    proc = subprocess.Popen([sys.executable, str(script), nats_server.url, name, how], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        os.kill(proc.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        proc.wait(20)
+        took = time.monotonic() - interrupted
+        assert "KeyboardInterrupt" in proc.stderr.read()
+        # Four 1 s handlers finish; draining the other ~96 messages would take ~24 s more.
+        assert took < 8.0, took
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    # Handled ones were acked and the rest handed back: they come again now, not after ack_wait (60 s).
+    handled = js.consumer_info(name, "slow").ack_floor.stream_seq
+    assert 4 <= handled <= 8
+    if how == "consume":
+        again = [m for m in js.consumer(name, "slow").fetch(100, expires=5)]
+    else:
+        with js.subscribe(f"{name}.a", durable="slow", stream=name) as sub:
+            again = []
+            try:
+                while len(again) < 100 - handled:
+                    again.append(sub.next_msg(timeout=5))
+            except jss.TimeoutError:
+                pytest.fail(f"{len(again)} came back: {js.consumer_info(name, 'slow')}")
+    assert len(again) == 100 - handled and all(m.metadata.num_delivered == 2 for m in again)
+    js.delete_stream(name)
+
+
+# --- nak_delay as a function of the delivery count (no server) ------------------------------------
+
+
+def delivered(n: int) -> jss.Msg:
+    return jss.Msg(None, "co.a", f"$JS.ACK.S.c.{n}.7.7.1700000000000000000.0", b"", b"", None, None)
+
+
+def test_the_default_nak_delay_grows_with_the_delivery_count_and_stays_at_its_last_step():
+    from jetstream_sync.consume import nak_schedule
+
+    default = nak_schedule(None)
+    assert [default(delivered(n)) for n in (1, 2, 3, 4, 5, 6, 100)] == [1, 2, 5, 10, 30, 30, 30]
+    backoff = nak_schedule(None, backoff=[0.5, 4.0])
+    assert [backoff(delivered(n)) for n in (1, 2, 3)] == [0.5, 4.0, 4.0]
+    assert nak_schedule(0)(delivered(9)) == 0.0
+    assert [nak_schedule([3, 7])(delivered(n)) for n in (1, 2, 3)] == [3, 7, 7]
+    assert nak_schedule(lambda msg: 42.0)(delivered(1)) == 42.0

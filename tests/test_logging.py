@@ -1,6 +1,7 @@
 # Charter: the library's logging. Every module logs through logging.getLogger(__name__) (so under
 # "jetstream_sync"), nothing is printed when the application configured no logging (not even WARNING
-# and ERROR records, which Python's lastResort handler would otherwise print), the records show up
+# and ERROR records, which Python's lastResort handler would otherwise print) except a failing consume
+# handler's traceback, shown once as threading.excepthook shows a thread's, the records show up
 # under their module's name once logging is configured, and no credential reaches a log line.
 from __future__ import annotations
 
@@ -93,9 +94,14 @@ def run_scenario(mode: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.timeout(90)
-def test_without_logging_configured_the_library_prints_nothing_not_even_errors(tmp_path):
+def test_without_logging_configured_the_library_prints_only_a_failing_handlers_traceback_once(tmp_path):
     proc = run_scenario("quiet", tmp_path)
-    assert proc.stderr == ""
+    # A handler's exception is shown as an uncaught thread exception is (threading.excepthook), once;
+    # no other record (the WARNING, the INFO reconnect, DEBUG) is printed.
+    assert proc.stderr.startswith("Exception in thread jetstream-sync-worker-c-0:\nTraceback"), proc.stderr
+    assert proc.stderr.count("Traceback") == 1 and "|" not in proc.stderr
+    assert proc.stderr.rstrip().endswith("pass error_handler= to handle errors yourself."), proc.stderr
+    assert "ValueError: the handler fails on purpose" in proc.stderr and PASSWORD not in proc.stderr
 
 
 @pytest.mark.timeout(90)

@@ -217,14 +217,37 @@ def test_without_flow_control_a_full_buffer_drops_says_so_and_explicit_acks_brin
         seqs = publish(js, f"{subj}.a", 100)
         wait_for(lambda: handle._engine.dropped > 0, 10, what="a drop")
         assert handle.stats.buffered <= 10
-        gate.set()
-        # The warning queues behind the messages buffered before it: in order, on a worker.
+        # Out of band: the warning arrives while the only worker is still stuck in its handler.
         wait_for(lambda: rec.of(jss.SlowConsumerError), 10, what="the slow consumer warning")
+        assert rec.count() == 0 and not gate.is_set()
+        gate.set()
         wait_for(lambda: set(rec.seqs) == set(seqs), 30, what="every message, dropped ones redelivered")
     finally:
         gate.set()
         handle.stop()
     assert rec.of(jss.MessageGapError) == []  # a drop is not a gap: it was counted and said
+
+
+def test_warnings_reach_the_error_handler_in_order_on_one_thread_that_is_not_a_worker(js, stream, subj):
+    pc = stream.create_push_consumer(durable_name="blocked", deliver_subject=f"dl.{stream.name}", ack_wait=30,
+                                     idle_heartbeat=0.5)
+    gate = threading.Event()
+    warnings: list[tuple[str, str]] = []
+
+    def on_error(exc):
+        warnings.append((type(exc).__name__, threading.current_thread().name))
+
+    handle = pc.consume(lambda msg: gate.wait(20), workers=2, error_handler=on_error, pending_msgs_limit=3)
+    try:
+        publish(js, f"{subj}.a", 50)
+        wait_for(lambda: ("SlowConsumerError", f"jetstream-sync-reporter-{pc.name}") in warnings, 10,
+                 what="the slow consumer warning on the reporter thread while both workers are blocked")
+        assert not gate.is_set() and handle.stats.handled == 0
+    finally:
+        gate.set()
+        handle.stop()
+    assert handle.wait(5)
+    assert all(thread == f"jetstream-sync-reporter-{pc.name}" for _, thread in warnings)
 
 
 def test_with_flow_control_a_slow_handler_pauses_the_server_and_nothing_is_dropped(js, stream, subj):

@@ -131,20 +131,63 @@ def test_a_handler_that_raises_is_naked_and_reported_and_a_message_it_acked_is_n
     assert calls == [1, 2] and [str(e) for e in errs] == ["not yet"]
 
 
-def test_a_durable_made_by_subscribe_is_deleted_after_drain_and_one_it_bound_to_is_kept(js, stream, subj):
+def test_a_durable_made_by_subscribe_stays_and_resumes_where_it_stood_after_drain_and_unsubscribe(js, stream, subj):
     seen = Seen()
     sub = js.subscribe(f"{subj}.a", handler=seen.handler, durable="mine")
-    publish(js, f"{subj}.a", 10)
+    first = publish(js, f"{subj}.a", 10)
     wait_for(lambda: seen.count() == 10, 10, what="10 handled")
     sub.drain()
     assert sub.wait(10)
-    wait_for(lambda: consumers(js, stream.name) == [], 5, what="the durable it made deleted")
+    assert consumers(js, stream.name) == ["mine"]
 
+    # A restarted subscriber gets what came meanwhile, not the whole stream again.
+    later = publish(js, f"{subj}.a", 5)
+    again = Seen()
+    sub = js.subscribe(f"{subj}.a", handler=again.handler, durable="mine")
+    wait_for(lambda: again.count() == 5, 10, what="the 5 published meanwhile")
+    sub.unsubscribe()
+    assert sorted(again.seqs) == later and not set(again.seqs) & set(first)
+    assert consumers(js, stream.name) == ["mine"]
+
+    last = publish(js, f"{subj}.a", 3)
+    third = Seen()
+    sub = js.subscribe(f"{subj}.a", handler=third.handler, durable="mine")
+    wait_for(lambda: third.count() == 3, 10, what="the 3 published after unsubscribe")
+    sub.unsubscribe(delete_consumer=True)  # deleted on purpose
+    assert sorted(third.seqs) == last and consumers(js, stream.name) == []
+
+
+def test_a_consumer_it_bound_to_is_kept(js, stream, subj):
     stream.create_push_consumer(durable_name="theirs", deliver_subject=f"dl.{stream.name}",
                                 filter_subject=f"{subj}.a")
     with js.subscribe(f"{subj}.a", durable="theirs") as bound:
         assert bound.consumer_name == "theirs"
     assert consumers(js, stream.name) == ["theirs"]
+
+
+def test_a_queue_member_keeps_receiving_after_the_member_that_made_the_consumer_left(js, stream, subj):
+    creator, other = Seen(), Seen()
+    first = js.subscribe(f"{subj}.a", queue="workers", handler=creator.handler)
+    second = js.subscribe(f"{subj}.a", queue="workers", handler=other.handler)
+    try:
+        first.unsubscribe()
+        assert consumers(js, stream.name) == ["workers"]
+        seqs = publish(js, f"{subj}.a", 20)
+        wait_for(lambda: other.count() == 20, 10, what="all 20 at the member that stayed")
+        assert sorted(other.seqs) == seqs and creator.count() == 0
+    finally:
+        second.unsubscribe(delete_consumer=True)
+    assert consumers(js, stream.name) == []
+
+
+def test_unsubscribe_takes_delete_consumer_as_a_bool_only(js, stream, subj):
+    sub = js.subscribe(f"{subj}.a")
+    try:
+        with pytest.raises(TypeError, match="delete_consumer must be True or False"):
+            sub.unsubscribe(delete_consumer="yes")
+    finally:
+        sub.unsubscribe()
+    assert consumers(js, stream.name) == []  # an ephemeral it made goes with it
 
 
 def test_without_a_handler_next_msg_and_iteration_give_the_messages_and_the_caller_acks(js, stream, subj):
@@ -165,7 +208,7 @@ def test_without_a_handler_next_msg_and_iteration_give_the_messages_and_the_call
         assert sub.pending == 0 and sub.delivered == 5
     finally:
         sub.unsubscribe()
-    assert consumers(js, stream.name) == []
+    assert consumers(js, stream.name) == ["reader"]  # a named durable stays
 
 
 # --- binding --------------------------------------------------------------------------------------
@@ -380,7 +423,7 @@ def test_queue_members_in_other_processes_share_the_messages_each_delivered_once
                 proc.kill()
                 proc.communicate()
         sub.unsubscribe()
-    assert consumers(js, stream.name) == []  # the member that made it deleted it
+    assert consumers(js, stream.name) == ["shared"]  # a queue group's consumer stays for the next member
 
 
 def test_unsubscribe_naks_what_the_handler_never_got_and_acks_only_what_it_handled(js, stream, subj):
@@ -418,7 +461,7 @@ def test_a_delete_that_fails_after_unsubscribe_goes_to_the_error_handler(js, str
     errors: list[BaseException] = []
     sub = js.subscribe(f"{subj}.a", handler=lambda msg: None, durable="doomed", error_handler=errors.append)
     js.delete_stream(stream.name)  # the consumer goes with it: deleting it afterwards must fail
-    sub.unsubscribe()
+    sub.unsubscribe(delete_consumer=True)
     assert len(errors) == 1 and isinstance(errors[0], jss.StreamNotFoundError), errors
 
 
