@@ -4,6 +4,8 @@
 # Rule 2: invariants are checked at construction (a bad field raises naming it), never at send time.
 from __future__ import annotations
 
+import numbers
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -268,6 +270,26 @@ def _consumer_name_field() -> Any:
     return _field(validator=check)
 
 
+_PERCENT = re.compile(r"[+-]?[0-9]+%?")
+
+
+def _conv_percent(value: Any, *, field: str) -> str | None:
+    """An int 0 to 100 becomes the server's ``'N%'``; a str is kept as written when the server takes
+    it (a whole number, with or without ``%``, not negative; ``''`` is off), so what it sends back reads."""
+    allowed = f"{field} must be a percentage: an int 0 to 100 or a str such as '100%'"
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, str)):
+        raise TypeError(f"{allowed}, got {type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        if not 0 <= value <= 100:
+            raise ValueError(f"{allowed}, got {value!r}")
+        return f"{int(value)}%"
+    if value and (not _PERCENT.fullmatch(value) or int(value.rstrip("%")) < 0):
+        raise ValueError(f"{allowed}, got {value!r}")
+    return value
+
+
 @attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)
 class ConsumerConfig(_Config):
     """A consumer's configuration, as sent to ``$JS.API.CONSUMER.CREATE``.
@@ -306,8 +328,8 @@ class ConsumerConfig(_Config):
     "Replay instantly or at the original pace."
     rate_limit_bps: int | None = _int(0)
     "Delivery rate limit in bits per second (push consumers)."
-    sample_freq: str | None = _str()
-    "Percentage of acks to sample for observability, e.g. ``'100%'``."
+    sample_freq: str | None = _field(_conv_percent)
+    "Percentage of acks to sample as ack metrics: an int 0 to 100 (``100`` is kept as ``'100%'``) or ``'100%'``."
     max_waiting: int | None = _limit()
     "Max pull requests waiting at once."
     max_ack_pending: int | None = _limit()

@@ -197,9 +197,12 @@ class StreamAction(Event):
 
 @attrs.frozen(kw_only=True)
 class LeaderElected(Event):
-    """A stream's or a consumer's Raft group elected a leader (``consumer`` is None for a stream's)."""
+    """A stream's or a consumer's Raft group elected a leader (``consumer`` is None for a stream's).
+    ``account`` names the stream's account in the copy the system account receives (None in the
+    account's own); so for QuorumLost and StreamBatchAbandoned. A group's pin events always name it."""
 
     TYPES = (_ADVISORY + "stream_leader_elected", _ADVISORY + "consumer_leader_elected")
+    account: str | None = None
     stream: str | None = None
     consumer: str | None = None
     leader: str | None = None
@@ -209,9 +212,13 @@ class LeaderElected(Event):
 
 @attrs.frozen(kw_only=True)
 class ApiAudit(Event):
-    """A JetStream API request and the server's answer (``subject``, ``request``, ``response`` as sent)."""
+    """A JetStream API request and the server's answer (``subject``, ``request``, ``response`` as sent),
+    the ``server`` (its id) that answered and the ``client`` that asked (the server's client info as
+    sent: ``name``, ``acc``, ``user``, ``host``, ``lang``, ``ver``, ...)."""
 
     TYPES = (_ADVISORY + "api_audit",)
+    server: str | None = None
+    client: Mapping[str, Any] | None = None
     subject: str | None = None
     request: str | None = None
     response: str | None = None
@@ -236,6 +243,7 @@ class ConsumerGroupPinned(Event):
     """A priority group of a consumer pinned a new client (``pinned_id``)."""
 
     TYPES = (_ADVISORY + "consumer_group_pinned",)
+    account: str | None = None
     stream: str | None = None
     consumer: str | None = None
     group: str | None = None
@@ -248,6 +256,7 @@ class ConsumerGroupUnpinned(Event):
     """A priority group lost its pinned client (``reason``: ``admin`` or ``timeout``)."""
 
     TYPES = (_ADVISORY + "consumer_group_unpinned",)
+    account: str | None = None
     stream: str | None = None
     consumer: str | None = None
     group: str | None = None
@@ -260,6 +269,7 @@ class QuorumLost(Event):
     """A clustered stream (``consumer`` None) or consumer lost quorum and is stalled."""
 
     TYPES = (_ADVISORY + "stream_quorum_lost", _ADVISORY + "consumer_quorum_lost")
+    account: str | None = None
     stream: str | None = None
     consumer: str | None = None
     replicas: tuple[str, ...] = ()
@@ -279,44 +289,49 @@ class DomainLeaderElected(Event):
 
 @attrs.frozen(kw_only=True)
 class SnapshotCreated(Event):
-    """A stream snapshot started (``state``: the stream's state as sent)."""
+    """A stream snapshot started (``state``: the stream's state as sent; ``client``: who asked, the
+    server's client info as sent)."""
 
     TYPES = (_ADVISORY + "snapshot_create",)
     stream: str | None = None
     state: Mapping[str, Any] | None = None
+    client: Mapping[str, Any] | None = None
     domain: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class SnapshotCompleted(Event):
-    """A stream snapshot ended (``error`` when it failed)."""
+    """A stream snapshot ended (``error`` when it failed; ``client``: who asked)."""
 
     TYPES = (_ADVISORY + "snapshot_complete",)
     stream: str | None = None
     start: Timestamp | None = None
     end: Timestamp | None = None
     error: str | None = None
+    client: Mapping[str, Any] | None = None
     domain: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class RestoreCreated(Event):
-    """A stream restore started."""
+    """A stream restore started (``client``: who asked)."""
 
     TYPES = (_ADVISORY + "restore_create",)
     stream: str | None = None
+    client: Mapping[str, Any] | None = None
     domain: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class RestoreCompleted(Event):
-    """A stream restore ended, ``bytes`` restored."""
+    """A stream restore ended, ``bytes`` restored (``client``: who asked)."""
 
     TYPES = (_ADVISORY + "restore_complete",)
     stream: str | None = None
     start: Timestamp | None = None
     end: Timestamp | None = None
     bytes: int | None = None
+    client: Mapping[str, Any] | None = None
     domain: str | None = None
 
 
@@ -325,6 +340,7 @@ class StreamBatchAbandoned(Event):
     """An atomic publish batch was abandoned (``reason``: timeout, large, incomplete, unsupported)."""
 
     TYPES = (_ADVISORY + "stream_batch_abandoned",)
+    account: str | None = None
     stream: str | None = None
     batch: str | None = None
     reason: str | None = None

@@ -209,9 +209,10 @@ class NatsServer:
     """One nats-server process on a loopback address.
 
     ``port=0`` picks a random free port on first start; the actual port is
-    then kept for ``restart()``/``kill()``+``start()``. ``store_dir=None``
-    uses a temporary JetStream store removed by ``stop()``; a given
-    ``store_dir`` is never removed. ``config_text`` is written to a config
+    then kept for ``restart()``, ``stop()``+``start()`` and ``kill()``+``start()``.
+    ``store_dir=None`` uses a temporary JetStream store, kept across those and
+    removed when the ``with`` block ends (or the object is garbage-collected,
+    or the interpreter exits); a given ``store_dir`` is never removed. ``config_text`` is written to a config
     file passed with ``-c``; command-line flags (host, port) win over it, and
     it must not set ``jetstream.store_dir`` (nats-server rejects a store_dir
     given twice): pass ``store_dir=`` instead.
@@ -291,7 +292,7 @@ class NatsServer:
 
     @property
     def log_path(self) -> Path | None:
-        """The server's log file (None before start and after ``stop()``)."""
+        """The server's log file (None before start and after the ``with`` block)."""
         return self._runtime / "nats-server.log" if self._runtime else None
 
     @property
@@ -335,11 +336,21 @@ class NatsServer:
                     time.sleep(0.1)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop with SIGTERM, waiting up to ``timeout`` s, then SIGKILL; remove
-        the temp dirs (a temp store too). A random port is forgotten. Idempotent;
+        """Stop with SIGTERM, waiting up to ``timeout`` s, then SIGKILL. Keeps
+        the port (a random one too), the store (a temporary one too) and the
+        log: ``start()`` brings the same server back, file-backed streams and
+        all. Temporary directories go when the ``with`` block ends, or when the
+        object is garbage-collected or the interpreter exits. Idempotent;
         blocks until the process is reaped. Raises nothing for a dead process."""
         with self._lock:
             _terminate(self._res.proc, signal.SIGTERM, timeout)
+            self._res.proc = None
+
+    def _close(self, timeout: float = 10.0) -> None:
+        # stop(), then remove the temporary directories and forget a random
+        # port: a later start() is a new server.
+        with self._lock:
+            self.stop(timeout)
             _finalize(self._res)
             self._runtime = None
             self._monitor_port = None
@@ -369,7 +380,7 @@ class NatsServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self._close()
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.is_running else "stopped"
@@ -686,7 +697,7 @@ class NatsCluster:
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for node in self.nodes:
-            node.stop(timeout)
+            node._close(timeout)
         self.nodes = []
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)

@@ -741,6 +741,20 @@ class TestConsumerConfigValidation:
             ConsumerConfig(**{field: 1.0})
         assert ConsumerConfig(**{field: -1}).to_request() == {field: -1}
 
+    @pytest.mark.parametrize("value, wire", [(100, "100%"), (0, "0%"), (25, "25%"), ("100%", "100%"), ("50", "50")])
+    def test_sample_freq_takes_an_int_percent_as_the_cli_does_and_round_trips(self, value, wire):
+        cfg = ConsumerConfig(durable_name="d", sample_freq=value)
+        assert cfg.sample_freq == wire and cfg.to_request() == {"durable_name": "d", "sample_freq": wire}
+        back = ConsumerConfig.from_response(json.loads(json.dumps(cfg.to_request())), strict=True)
+        assert back == cfg and back.to_request() == cfg.to_request()
+
+    @pytest.mark.parametrize("value, exc", [(101, ValueError), (-1, ValueError), ("-5%", ValueError),
+                                            ("half", ValueError), ("100 %", ValueError), (0.5, TypeError),
+                                            (True, TypeError), ([100], TypeError)])
+    def test_a_bad_sample_freq_names_the_field_and_what_is_allowed(self, value, exc):
+        with pytest.raises(exc, match=r"sample_freq must be a percentage: an int 0 to 100 or a str such as '100%'"):
+            ConsumerConfig(sample_freq=value)
+
     def test_evolve_makes_variants(self):
         base = ConsumerConfig(durable_name="w", ack_policy="explicit", filter_subject="ORDERS.new")
         other = attrs.evolve(base, filter_subject="ORDERS.paid")
@@ -812,3 +826,8 @@ class TestNameHelpers:
             validate_consumer_name("a>b")
         with pytest.raises(ValueError, match="^durable"):
             validate_consumer_name("", field="durable")
+
+
+def test_a_consumer_made_with_an_int_sample_freq_is_stored_as_that_percent_on_a_real_server(stream):
+    consumer = stream.create_consumer(durable_name="sampled", sample_freq=100)
+    assert consumer.info().config.sample_freq == "100%"

@@ -239,22 +239,27 @@ SAMPLES = [
     ("consumer_pause", jss.ConsumerPause, {"stream": "S", "consumer": "C", "paused": True,
                                           "pause_until": "2026-11-25T08:00:00.000000001Z"},
      {"paused": True, "consumer": "C"}),
-    ("consumer_group_pinned", jss.ConsumerGroupPinned, {"stream": "S", "consumer": "C", "group": "A",
-                                                        "pinned_id": "p1"}, {"group": "A", "pinned_id": "p1"}),
+    ("consumer_group_pinned", jss.ConsumerGroupPinned, {"account": "ACC", "stream": "S", "consumer": "C", "group": "A",
+                                                        "pinned_id": "p1"},
+     {"account": "ACC", "group": "A", "pinned_id": "p1"}),
     ("consumer_group_unpinned", jss.ConsumerGroupUnpinned, {"stream": "S", "consumer": "C", "group": "A",
                                                             "reason": "timeout"}, {"reason": "timeout"}),
-    ("stream_quorum_lost", jss.QuorumLost, {"stream": "S", "replicas": [{"name": "n1"}, {"name": "n2"}]},
-     {"consumer": None, "replicas": ("n1", "n2")}),
+    ("stream_quorum_lost", jss.QuorumLost, {"account": "ACC", "stream": "S",
+                                            "replicas": [{"name": "n1"}, {"name": "n2"}]},
+     {"account": "ACC", "consumer": None, "replicas": ("n1", "n2")}),
     ("consumer_quorum_lost", jss.QuorumLost, {"stream": "S", "consumer": "C", "replicas": []}, {"consumer": "C"}),
     ("domain_leader_elected", jss.DomainLeaderElected, {"leader": "n1", "replicas": [{"name": "n1"}],
                                                         "cluster": "c1"}, {"leader": "n1", "cluster": "c1"}),
-    ("snapshot_create", jss.SnapshotCreated, {"stream": "S", "state": {"messages": 3}}, {"state": {"messages": 3}}),
+    ("snapshot_create", jss.SnapshotCreated, {"stream": "S", "state": {"messages": 3}, "client": {"name": "app"}},
+     {"state": {"messages": 3}, "client": {"name": "app"}}),
     ("snapshot_complete", jss.SnapshotCompleted, {"stream": "S", "start": "2026-11-25T08:00:00Z",
                                                   "end": "2026-11-25T08:00:01Z"}, {"error": None}),
     ("restore_create", jss.RestoreCreated, {"stream": "S"}, {"stream": "S"}),
-    ("restore_complete", jss.RestoreCompleted, {"stream": "S", "bytes": 1024}, {"bytes": 1024}),
-    ("stream_batch_abandoned", jss.StreamBatchAbandoned, {"stream": "S", "batch": "b1", "reason": "timeout"},
-     {"batch": "b1", "reason": "timeout"}),
+    ("restore_complete", jss.RestoreCompleted, {"stream": "S", "bytes": 1024, "client": {"acc": "A"}},
+     {"bytes": 1024, "client": {"acc": "A"}}),
+    ("stream_batch_abandoned", jss.StreamBatchAbandoned, {"account": "ACC", "stream": "S", "batch": "b1",
+                                                          "reason": "timeout"},
+     {"account": "ACC", "batch": "b1", "reason": "timeout"}),
     ("server_out_of_space", jss.ServerOutOfSpace, {"server": "n1", "server_id": "X", "cluster": "c1"},
      {"server": "n1", "stream": None}),
     ("server_removed", jss.ServerRemoved, {"server": "n1", "server_id": "X", "cluster": "c1"}, {"server_id": "X"}),
@@ -293,6 +298,33 @@ def test_every_api_request_is_audited_with_its_subject_and_answer(js):
         while audit.subject != "$JS.API.INFO":  # a late audit of an earlier request may come first
             audit = events.next(timeout=10)
     assert audit.subject == "$JS.API.INFO" and "io.nats.jetstream.api.v1.account_info_response" in audit.response
+    assert audit.server and audit.client["name"] == "test" and audit.client["acc"] == "$G"
+
+
+# An api_audit as nats-server 2.15 publishes it (captured from a real server, the response cut short).
+API_AUDIT = (
+    '{"type":"io.nats.jetstream.advisory.v1.api_audit","id":"RkZTkKa64sgbz6wuOIQw0F",'
+    '"timestamp":"2026-11-27T09:57:16.096635751Z",'
+    '"server":"NCGVNNLAXUNF4BGGGXM27YXDFAFBA3O5SP7WGZ4SMWZ3HJLQAYLVT62A",'
+    '"client":{"start":"2026-11-27T09:57:16.086635327Z","host":"127.0.0.1","id":6,"acc":"$G","name":"capture",'
+    '"lang":"python3","ver":"2.16.0","rtt":490310,'
+    '"server":"NCGVNNLAXUNF4BGGGXM27YXDFAFBA3O5SP7WGZ4SMWZ3HJLQAYLVT62A","kind":"Client","client_type":"nats"},'
+    '"subject":"$JS.API.INFO",'
+    '"response":"{\\"type\\":\\"io.nats.jetstream.api.v1.account_info_response\\",\\"streams\\":1}"}'
+)
+
+
+def test_an_api_audit_as_the_server_sends_it_keeps_the_server_and_the_client_that_asked():
+    audit = event_from(API_AUDIT.encode())
+    assert type(audit) is jss.ApiAudit and audit.subject == "$JS.API.INFO" and audit.request is None
+    assert audit.server == "NCGVNNLAXUNF4BGGGXM27YXDFAFBA3O5SP7WGZ4SMWZ3HJLQAYLVT62A"
+    assert audit.client == {"start": "2026-11-27T09:57:16.086635327Z", "host": "127.0.0.1", "id": 6, "acc": "$G",
+                            "name": "capture", "lang": "python3", "ver": "2.16.0", "rtt": 490310,
+                            "server": "NCGVNNLAXUNF4BGGGXM27YXDFAFBA3O5SP7WGZ4SMWZ3HJLQAYLVT62A", "kind": "Client",
+                            "client_type": "nats"}
+    assert json.loads(audit.response)["streams"] == 1
+    assert audit.timestamp_ns % 1_000_000_000 == 96635751
+    assert "capture" in audit._repr_html_()
 
 
 def test_a_snapshot_and_a_restore_each_arrive_as_created_and_completed(js, client, name, subj):
@@ -318,6 +350,7 @@ def test_a_snapshot_and_a_restore_each_arrive_as_created_and_completed(js, clien
         created, completed = events.next(timeout=10), events.next(timeout=10)
         assert (type(created), type(completed)) == (jss.SnapshotCreated, jss.SnapshotCompleted)
         assert created.stream == name and created.state["messages"] == 10 and completed.error is None
+        assert created.client["name"] == completed.client["name"] == "test"
         assert completed.start is not None and completed.end >= completed.start
 
         js.delete_stream(name)
@@ -329,4 +362,5 @@ def test_a_snapshot_and_a_restore_each_arrive_as_created_and_completed(js, clien
         started, finished = events.next(timeout=10), events.next(timeout=10)
     assert (type(started), type(finished)) == (jss.RestoreCreated, jss.RestoreCompleted)
     assert finished.stream == name and finished.bytes == sum(len(c) for c in chunks)
+    assert started.client["name"] == finished.client["name"] == "test"
     assert stream.info().state.messages == 10

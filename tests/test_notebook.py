@@ -1,8 +1,9 @@
 # Charter: runs docs/notebook.ipynb top to bottom under a real ipykernel with
-# nbclient, interrupting the kernel (SIGINT, as Jupyter's ■ button does) while
-# a cell blocks in next() or in a messages() loop, and checks what a notebook
-# user sees: prompt control after the interrupt, a usable client, the live
-# consume display, and no kernel or nats-server left behind.
+# nbclient: once unattended, as `jupyter nbconvert --execute` does (every cell
+# finishes on its own), and once interrupting the kernel (SIGINT, as Jupyter's
+# ■ button does) while a cell blocks in next() or in a messages() loop; checks
+# what a notebook user sees: prompt control after the interrupt, a usable
+# client, the live consume display, and no kernel or nats-server left behind.
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,6 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "docs" / "notebook.ipynb"
 
@@ -52,22 +52,17 @@ def _nats_servers_under(parent: int) -> set[int]:
     return found
 
 
-class InterruptingClient(NotebookClient):
-    """Executes the notebook and interrupts the kernel once a ``raises-exception`` cell says it waits.
-
-    Records every iopub message with its arrival time, when each interrupt was
-    sent, the kernel's pid and the nats-server processes the kernel started.
-    """
+class WatchingClient(NotebookClient):
+    """Executes the notebook, recording every iopub message with its arrival
+    time, the kernel's pid and argv and the nats-server processes the kernel started."""
 
     def __init__(self, nb: nbformat.NotebookNode, km: AsyncKernelManager, **kw) -> None:
         super().__init__(nb, km=km, **kw)
         self.messages: list[tuple[float, int, str, dict]] = []
-        self.interrupted_at: dict[int, float] = {}
         self.kernel_pid: int | None = None
         self.kernel_argv: list[str] | None = None
         self.servers: set[int] = set()
         self.servers_alive_after: dict[int, bool] = {}
-        self._tasks: set[asyncio.Future] = set()
         self.on_notebook_start = self._notebook_started
         self.on_cell_executed = self._cell_executed
 
@@ -83,8 +78,27 @@ class InterruptingClient(NotebookClient):
             self.servers_alive_after[cell_index] = all(_proc_stat(pid) for pid in self.servers)
 
     def process_message(self, msg, cell, cell_index):
+        self.messages.append((time.monotonic(), cell_index, msg["msg_type"], msg["content"]))
+        return super().process_message(msg, cell, cell_index)
+
+    def first(self, cell_index: int, msg_type: str) -> tuple[float, dict]:
+        for when, index, kind, content in self.messages:
+            if index == cell_index and kind == msg_type:
+                return when, content
+        raise AssertionError(f"no {msg_type} message from cell {cell_index}")
+
+
+class InterruptingClient(WatchingClient):
+    """A WatchingClient that interrupts the kernel once a ``raises-exception``
+    cell says it waits, recording when each interrupt was sent."""
+
+    def __init__(self, nb: nbformat.NotebookNode, km: AsyncKernelManager, **kw) -> None:
+        super().__init__(nb, km, **kw)
+        self.interrupted_at: dict[int, float] = {}
+        self._tasks: set[asyncio.Future] = set()
+
+    def process_message(self, msg, cell, cell_index):
         now = time.monotonic()
-        self.messages.append((now, cell_index, msg["msg_type"], msg["content"]))
         if (msg["msg_type"] == "stream" and WAITING in msg["content"].get("text", "")
                 and "raises-exception" in cell.metadata.get("tags", [])
                 and cell_index not in self.interrupted_at):
@@ -94,12 +108,6 @@ class InterruptingClient(NotebookClient):
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return super().process_message(msg, cell, cell_index)
-
-    def first(self, cell_index: int, msg_type: str) -> tuple[float, dict]:
-        for when, index, kind, content in self.messages:
-            if index == cell_index and kind == msg_type:
-                return when, content
-        raise AssertionError(f"no {msg_type} message from cell {cell_index}")
 
 
 def _kernel_manager(tmp_path: Path) -> AsyncKernelManager:
@@ -149,23 +157,15 @@ def test_the_notebook_is_stored_clean():
         assert any(c.cell_type == "markdown" for c in nb.cells[max(0, i - 2):i]), f"cell {i} has no intro"
 
 
-@pytest.mark.timeout(180)
-def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path):
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    km = _kernel_manager(tmp_path)
-    client = InterruptingClient(
-        nb, km,
-        timeout=60,            # per cell; the interrupted cells are interrupted long before
-        startup_timeout=60,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
+def _execute(client: WatchingClient, tmp_path: Path) -> tuple[Exception | None, set[int]]:
+    """Run the notebook, the kernel shut down at the end or on failure; return what failed (a cell's
+    error, a cell over its timeout, a dead kernel) and the nats-servers left running, killed."""
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"))
     env.pop("NATS_URL", None)  # the notebook starts its own server
-    failure: CellExecutionError | None = None
+    failure: Exception | None = None
     try:
-        client.execute(cleanup_kc=True, env=env)  # shuts the kernel down at the end, or on failure
-    except CellExecutionError as exc:
+        client.execute(cleanup_kc=True, env=env)
+    except Exception as exc:  # raised by the caller once nothing is left running
         failure = exc
     finally:
         leftovers = {pid for pid in client.servers if _proc_stat(pid)}
@@ -174,6 +174,61 @@ def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path)
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    return failure, leftovers
+
+
+def _assert_nothing_left(client: WatchingClient, km: AsyncKernelManager, leftovers: set[int]) -> None:
+    """The kernel ran this interpreter and is gone; it left no nats-server behind."""
+    assert client.kernel_pid is not None
+    if client.kernel_argv is not None:
+        assert client.kernel_argv[:3] == [sys.executable, "-m", "ipykernel_launcher"]
+    assert not km.has_kernel
+    assert _proc_stat(client.kernel_pid) is None, "the kernel process is still running"
+    assert len(client.servers) == 1, f"expected the notebook's one nats-server, saw {client.servers}"
+    assert not leftovers, f"nats-server processes left running by the notebook: {leftovers}"
+
+
+def _client(cls: type[WatchingClient], nb: nbformat.NotebookNode, km: AsyncKernelManager,
+            tmp_path: Path) -> WatchingClient:
+    return cls(nb, km,
+               timeout=60,  # per cell: the waiting cells give up after 10 s, or are interrupted before
+               startup_timeout=60,
+               kernel_name="python3",
+               resources={"metadata": {"path": str(tmp_path)}})
+
+
+@pytest.mark.timeout(180)
+def test_the_notebook_runs_unattended_as_nbconvert_execute_does(tmp_path):
+    # Nobody presses the interrupt button: every cell ends on its own, without an error.
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    km = _kernel_manager(tmp_path)
+    client = _client(WatchingClient, nb, km, tmp_path)
+    failure, leftovers = _execute(client, tmp_path)
+    if failure is not None:
+        raise failure
+    _assert_nothing_left(client, km, leftovers)
+
+    code = _code_cells(nb)
+    for i, cell in code:
+        assert [out for out in cell.outputs if out.output_type == "error"] == [], f"cell {i}: {cell.outputs}"
+        assert not [out for out in cell.outputs if out.get("name") == "stderr"], cell.outputs
+    texts = {i: _text(cell) for i, cell in code}
+    waiting = [i for i, cell in code if "raises-exception" in cell.metadata.get("tags", [])]
+    following = {i: next(j for j, _ in code if j > i) for i in waiting}
+    assert "no message in 10 s: next() raised jss.TimeoutError" in texts[waiting[0]]
+    assert "b'still alive' in" in texts[following[waiting[0]]]
+    assert "update 4\n" in texts[waiting[1]] and "nothing more in 10 s" in texts[waiting[1]]
+    assert "received: 5" in texts[following[waiting[1]]]
+    assert "left in the stopped iterator: []" in texts[following[waiting[1]]]
+    assert "b'one more' in" in texts[following[waiting[1]]]
+
+
+@pytest.mark.timeout(180)
+def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    km = _kernel_manager(tmp_path)
+    client = _client(InterruptingClient, nb, km, tmp_path)
+    failure, leftovers = _execute(client, tmp_path)
     if failure is not None:
         died = [i for i, alive in client.servers_alive_after.items() if not alive and i in client.interrupted_at]
         if died:
@@ -182,15 +237,7 @@ def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path)
                 "sends SIGINT to the kernel's whole process group, so NatsServer must start the server in "
                 f"a process group of its own.\n{failure}", pytrace=False)
         raise failure
-
-    # The kernel ran this interpreter and is gone; it left no nats-server behind.
-    assert client.kernel_pid is not None
-    if client.kernel_argv is not None:
-        assert client.kernel_argv[:3] == [sys.executable, "-m", "ipykernel_launcher"]
-    assert not km.has_kernel
-    assert _proc_stat(client.kernel_pid) is None, "the kernel process is still running"
-    assert len(client.servers) == 1, f"expected the notebook's one nats-server, saw {client.servers}"
-    assert not leftovers, f"nats-server processes left running by the notebook: {leftovers}"
+    _assert_nothing_left(client, km, leftovers)
 
     code = _code_cells(nb)
     interrupted = [i for i, cell in code if "raises-exception" in cell.metadata.get("tags", [])]
@@ -216,7 +263,7 @@ def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path)
     after_next, after_messages = following[interrupted[0]], following[interrupted[1]]
     assert "b'still alive' in" in texts[after_next]
     assert "left in the stopped iterator: []" in texts[after_messages]
-    assert "b'after the interrupt' in" in texts[after_messages]
+    assert "b'one more' in" in texts[after_messages]
 
     # Rich displays: StreamInfo, PubAck and ConsumeStats came out as HTML tables.
     html = [out.data["text/html"] for _, cell in code for out in cell.outputs

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -123,15 +124,31 @@ def test_monitoring_is_only_on_when_asked_and_then_answers_healthz():
 
 
 @pytest.mark.timeout(15)
-def test_stop_removes_the_temp_store_and_leaves_no_process():
+def test_stop_leaves_no_process_and_dropping_the_server_removes_its_temp_store():
     server = NatsServer().start()
     store, log, pid = server.store_dir, server.log_path, server.pid
     assert store.is_dir() and log.is_file()
     server.stop()
     assert not server.is_running and server.pid is None
     assert not _alive(pid)
-    assert not store.exists() and not log.parent.exists()
+    assert store.is_dir() and log.is_file()  # kept for a start() to come
     server.stop()  # idempotent
+    del server
+    gc.collect()
+    assert not store.exists() and not log.parent.exists()
+
+
+@pytest.mark.timeout(30)
+def test_stop_then_start_comes_back_on_the_same_port_with_the_streams_stored_before():
+    with NatsServer() as server:
+        asyncio.run(_make_stream(server.url, "PAUSED"))
+        port, store, pid = server.port, server.store_dir, server.pid
+        server.stop()
+        assert not _alive(pid) and server.port == port
+        server.start()
+        assert (server.port, server.store_dir) == (port, store) and server.pid != pid
+        assert asyncio.run(_stream_info(server.url, "PAUSED")).state.messages == 3
+    assert not store.exists()
 
 
 @pytest.mark.timeout(15)
