@@ -108,6 +108,23 @@ def test_help_lists_every_command_and_the_exit_codes():
         assert re.search(rf"^\s+{command}\s", sub, re.M), command
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("argv", [["--help"], ["stream", "add", "--help"], ["consumer", "next", "S"],
+                                  ["stream", "add", "X", "--max-age", "5x"]])
+def test_help_and_usage_errors_load_no_client(argv):
+    # The client (nats-py, asyncio), attrs and tqdm load when a command uses them, not for --help or a
+    # usage error: those answer at once.
+    probe = ("import contextlib, io, sys\nfrom jetstream_sync.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+             f"    main({argv!r})\n"
+             "print(' '.join(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split())
+    assert not loaded & {"nats", "asyncio", "attrs", "tqdm", "jetstream_sync.client", "jetstream_sync.server"}
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("args, flag", [
     (["stream", "add", "BAD", "--max-age", "5x"], "--max-age"),

@@ -2,6 +2,8 @@
 # the value parsers (durations, sizes, headers, times) that name the flag they failed on, the
 # connection options every command accepts, and the "cfg." flags that map onto config fields.
 # Rule: nothing here connects or prints; a bad value is a UsageError (exit 2), raised while parsing.
+# Below the facade it uses the subject check (_protocol) and the time parser (_time), which load no
+# client; attrs is imported by `evolve`, when a command changes a config, not when the parser is built.
 from __future__ import annotations
 
 import argparse
@@ -12,10 +14,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping
 
-import attrs
-
-from ..client import check_subject
-from ..config import parse_time
+from .._protocol import check_subject
+from .._time import parse_time
 
 __all__ = [
     "CFG",
@@ -26,6 +26,7 @@ __all__ = [
     "config_fields",
     "duration",
     "duration_list",
+    "evolve",
     "file_path",
     "header",
     "int_at_least",
@@ -375,8 +376,15 @@ def config_fields(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def evolve(config: Any, **changes: Any) -> Any:
+    """A copy of ``config`` (a StreamConfig, ConsumerConfig or a part of one) with ``changes``."""
+    import attrs  # late: building the parser (and --help) does not load attrs
+
+    return attrs.evolve(config, **changes)
+
+
 def merge_nested(current: Any, given: Mapping[str, Any]) -> Any:
     """For ``edit``: the fields of a nested config (placement, republish) given, over the current ones."""
     if current is None:
         return dict(given)
-    return attrs.evolve(current, **given)
+    return evolve(current, **given)

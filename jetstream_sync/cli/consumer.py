@@ -7,8 +7,6 @@ import argparse
 import sys
 from typing import Any
 
-import attrs
-
 import jetstream_sync as jss
 
 from ._args import (
@@ -22,6 +20,7 @@ from ._args import (
     percent,
     read_json_config,
     duration,
+    evolve,
     duration_list,
     file_path,
     int_at_least,
@@ -221,7 +220,7 @@ def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
     elif args.ephemeral:
         fields.update(durable_name=None)
     base = _from_file(args.config) if args.config else jss.ConsumerConfig()
-    return attrs.evolve(base, **fields)
+    return evolve(base, **fields)
 
 
 def check_push_flags(cfg: jss.ConsumerConfig) -> None:

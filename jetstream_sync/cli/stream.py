@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import attrs
-
 import jetstream_sync as jss
 
 from ._args import (
@@ -16,6 +14,7 @@ from ._args import (
     config_flag,
     age,
     duration,
+    evolve,
     file_path,
     int_at_least,
     key_value,
@@ -217,7 +216,7 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
         for key in ("mirror", "placement", "republish"):
             if isinstance(fields.get(key), dict):
                 fields[key] = merge_nested(getattr(base, key), fields[key])
-        cfg = attrs.evolve(base, **fields)
+        cfg = evolve(base, **fields)
     else:
         cfg = jss.StreamConfig(name=name, **fields)
     stream = session.js().create_stream(cfg)
@@ -274,7 +273,7 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
     for key in ("mirror", "placement", "republish"):
         if isinstance(fields.get(key), dict):
             fields[key] = merge_nested(getattr(merged, key), fields[key])
-    cfg = attrs.evolve(merged, **fields)
+    cfg = evolve(merged, **fields)
     try:
         stream = js.update_stream(cfg)
     except jss.StreamNotFoundError:
@@ -293,8 +292,8 @@ def cmd_cp(args: argparse.Namespace, session: Session, out: Output) -> int:
             fields[key] = merge_nested(getattr(source, key), fields[key])
     # The server's own metadata (_nats.*) describes the source, not the copy.
     metadata = {k: v for k, v in (source.metadata or {}).items() if not k.startswith("_nats.")}
-    cfg = attrs.evolve(source, name=args.stream, metadata=metadata or None, sealed=None)
-    cfg = attrs.evolve(cfg, **fields)
+    cfg = evolve(source, name=args.stream, metadata=metadata or None, sealed=None)
+    cfg = evolve(cfg, **fields)
     stream = js.create_stream(cfg)
     _print_created(out, "created", stream)
     return 0
