@@ -133,6 +133,7 @@ def test_help_and_usage_errors_load_no_client(argv):
     (["consumer", "add", "S", "C", "--ack-wait", "fast"], "--ack-wait"),
     (["stream", "add", "BAD", "--max-msgs", "-5"], "--max-msgs"),
     (["consumer", "next", "S", "C", "--timeout", "soon"], "--timeout"),
+    (["consumer", "next", "S", "C", "--wait", "soon"], "--wait"),
     (["pub", "S", "--count", "0"], "--count"),
     (["pub", "S", "-H", "no-colon"], "--header"),
     (["--timeout", "x", "account", "info"], "--timeout"),
@@ -207,7 +208,7 @@ def test_verbose_logs_the_connection_to_stderr_and_the_default_is_quiet(nats_ser
 def test_ctrl_c_during_a_blocking_pull_exits_130_with_one_line(js, nats_server):
     js.create_stream(name="CLI_INTR", subjects=["cli.intr"], storage="memory")
     consumer = js.create_consumer("CLI_INTR", durable_name="waiter")
-    proc, took = interrupted(["consumer", "next", "CLI_INTR", "waiter", "--timeout", "60s"], nats_server,
+    proc, took = interrupted(["consumer", "next", "CLI_INTR", "waiter", "--wait", "60s"], nats_server,
                              lambda: consumer.info().num_waiting >= 1, "the CLI's pull to reach the server")
     assert proc.returncode == 130
     assert took < 3.0

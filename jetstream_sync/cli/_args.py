@@ -315,13 +315,13 @@ def file_path(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def common_options(request_timeout: bool = True) -> Parser:
+def common_options() -> Parser:
     """A parent parser with the connection and output options; every default is SUPPRESS.
 
     It is a parent of the top-level parser and of every sub-parser, so the options work
     before or after the command; SUPPRESS keeps a later parser from overwriting an earlier
-    value with its default. Read them with :func:`opt`. ``request_timeout=False`` leaves
-    out ``--timeout``, for a command that gives the flag a meaning of its own.
+    value with its default. Read them with :func:`opt`. ``--timeout`` means the same everywhere:
+    the timeout of connecting and of each request (a command's own wait has a name of its own).
     """
     common = Parser(add_help=False)
     conn = common.add_argument_group("connection options")
@@ -337,9 +337,8 @@ def common_options(request_timeout: bool = True) -> Parser:
     conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s, help="TLS client private key (or $NATS_KEY)")
     conn.add_argument("--tlsca", metavar="FILE", type=file_path, default=s,
                       help="CA certificates to verify the server with (or $NATS_CA); any TLS option requires TLS")
-    if request_timeout:
-        conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
-                          help="timeout of each request and of connecting (default 5s)")
+    conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
+                      help="timeout of each request and of connecting (default 5s)")
     conn.add_argument("--domain", default=s, help="JetStream domain")
     conn.add_argument("--js-api-prefix", metavar="PREFIX", default=s, help="JetStream API prefix (instead of --domain)")
     conn.add_argument("--name", metavar="NAME", dest="connection_name", default=s,

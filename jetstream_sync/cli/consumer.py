@@ -12,7 +12,6 @@ import jetstream_sync as jss
 from ._args import (
     CFG,
     UsageError,
-    common_options,
     config_fields,
     config_flag,
     deliver_start,
@@ -82,18 +81,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     info.add_argument("consumer", metavar="NAME")
     info.set_defaults(handler=cmd_info)
 
-    # `next` has its own --timeout (how long to wait for messages); the request timeout
-    # stays available before the command name: `jetstream-sync --timeout 2s consumer next ...`.
-    nxt = cmds.add_parser("next", parents=[common_options(request_timeout=False)], help="pull messages",
+    # --timeout is the request timeout here too (lookups, acks); how long the pull waits is --wait.
+    nxt = cmds.add_parser("next", parents=[common], help="pull messages",
                           description="Pull up to --count messages with one request, print them and ack "
-                                      "them (unless --no-ack). Exit 3 when none arrives within --timeout.")
+                                      "them (unless --no-ack). Exit 3 when none arrives within --wait.")
     nxt.add_argument("stream", metavar="STREAM")
     nxt.add_argument("consumer", metavar="NAME")
     nxt.add_argument("--count", type=int_at_least(1), default=1, metavar="N", help="messages to pull (default 1)")
     nxt.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
                      help="acknowledge each message printed (default: --ack)")
-    nxt.add_argument("--timeout", dest="wait", type=duration, default=5.0, metavar="DURATION",
-                     help="how long to wait for messages (default 5s)")
+    nxt.add_argument("--wait", type=duration, default=None, metavar="DURATION",
+                     help="how long the pull waits for messages (default: the request --timeout, 5s)")
     nxt.set_defaults(handler=cmd_next)
 
     sub_ = cmds.add_parser("sub", parents=[common], help="receive from a push consumer",
@@ -411,9 +409,10 @@ def _print(out: Output, msg: jss.Msg) -> None:
 
 
 def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``consumer next STREAM NAME [--count N] [--no-ack] [--timeout D]``: pull, print, ack.
+    """``consumer next STREAM NAME [--count N] [--no-ack] [--wait D]``: pull, print, ack.
 
-    One pull request for ``--count`` messages that waits at most ``--timeout``. Each message is
+    One pull request for ``--count`` messages that waits at most ``--wait`` (default: the request
+    timeout, ``--timeout``). Each message is
     printed, then acked and "Acknowledged message" printed once the server confirmed the ack
     (``--json``: all acked after the document is written). Exit 0 when at least one message
     arrived, 3 (with an error line) when none did.
@@ -425,7 +424,8 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
     held: list[jss.Msg] = []
     docs: list[dict[str, Any]] = []
     received = 0
-    batch = consumer.fetch(max_messages=args.count, expires=args.wait)
+    wait = session.timeout if args.wait is None else args.wait
+    batch = consumer.fetch(max_messages=args.count, expires=wait)
     try:
         for msg in batch:
             received += 1
@@ -440,7 +440,7 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
                 out.stream.flush()
             held.clear()
         if received == 0:
-            raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
+            raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(wait)}")
         if out.json:
             out.emit(docs)
             out.stream.flush()
