@@ -172,8 +172,12 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
-    """A pull consumer's handle; a push consumer is a ``ConsumerTypeError`` naming it (exit 1)."""
-    return _looked_up(lambda: js.consumer(stream, name), stream, name)
+    """A pull consumer's handle; a push consumer is a CommandError (exit 1) naming ``consumer sub``."""
+    try:
+        return _looked_up(lambda: js.consumer(stream, name), stream, name)
+    except jss.ConsumerTypeError:
+        raise CommandError(f"consumer {name!r} of stream {stream!r} is a push consumer: receive from it with "
+                           f"`jetstream-sync consumer sub {stream} {name}`") from None
 
 
 def consumer_info(js: jss.JetStream, stream: str, name: str) -> jss.ConsumerInfo:
@@ -474,8 +478,8 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
     js = session.js()
     info = consumer_info(js, args.stream, args.consumer)
     if not info.config.deliver_subject:
-        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: "
-                           f"use `consumer next`")
+        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: pull from "
+                           f"it with `jetstream-sync consumer next {args.stream} {args.consumer}`")
     can_ack = args.ack and info.config.ack_policy is not jss.AckPolicy.NONE
     received = 0
     with js.push_consumer(args.stream, args.consumer).messages() as msgs:
