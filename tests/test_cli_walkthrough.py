@@ -329,3 +329,40 @@ def test_a_question_answered_wrongly_is_asked_again_and_flags_given_are_not_aske
             config.max_age, config.max_msg_size) == (["asked.a", "asked.b"], "memory", "limits", 10, 1024**2,
                                                      3600.0, -1)
     api.delete_stream("ASKED")
+
+
+def again(reason: str, question: str) -> str:
+    """The pattern of a refused answer: its reason, then the same question again."""
+    return rf"{reason}[\s\S]*?{question}"
+
+
+def test_a_wrong_answer_to_really_is_asked_again_and_only_yes_deletes(server, api):
+    api.create_stream(name="MAYBE", subjects=["maybe.>"], storage="memory")
+    shown = typed("str rm MAYBE", server, [(r"Really delete stream MAYBE\? \[y/N\]", "maybe"),
+                                           (again(r"answer y \(yes\) or n \(no\)", r"Really delete stream MAYBE\?"),
+                                            "yse"),
+                                           (again(r"answer y", r"Really delete stream MAYBE\?"), "no")])
+    assert "stream MAYBE not deleted" in shown and "MAYBE" in list(api.stream_names())
+    assert "deleted stream MAYBE" in typed("str rm MAYBE", server, [(r"Really delete stream MAYBE\?", "sure"),
+                                                                    (again("answer y", "Really delete"), "Y")])
+    assert "MAYBE" not in list(api.stream_names())
+
+
+def test_a_name_or_subject_the_config_refuses_is_asked_again_at_once_with_the_reason(server, api):
+    # Each answer is checked when given: the same question comes back at once, with the reason, rather
+    # than an error after the last question.
+    shown = typed("str add", server, [
+        ("Stream name", "MY STREAM"), (again("must not contain whitespace", "Stream name"), "MINE"),
+        ("Subjects to consume", "mine.a*"), (again("not a valid subject", "Subjects to consume"), "mine.>"),
+        ("Storage backend", "memory"), ("Retention Policy", ""), ("Message count limit", ""),
+        ("Message size limit", ""), ("Maximum message age limit", ""), ("Maximum individual message size", ""),
+        ("Number of replicas", "")])
+    assert "created stream MINE" in shown and api.stream_info("MINE").config.subjects == ["mine.>"]
+    shown = typed("con add MINE", server, [
+        ("Consumer name", "my reader"), (again("must not contain whitespace", "Consumer name"), "READER"),
+        ("Delivery target", ""), (r"Start policy", ""), (r"Filter Stream by subject", "mine..x"),
+        (again("not a valid subject", "Filter Stream by subject"), "mine.x"),
+        ("Maximum Allowed Deliveries", "0"), (again(r"-1 \(unlimited\) or >= 1", "Maximum Allowed Deliveries"), "3")])
+    config = api.consumer_info("MINE", "READER").config
+    assert "created consumer READER" in shown and (config.filter_subject, config.max_deliver) == ("mine.x", 3)
+    api.delete_stream("MINE")

@@ -32,7 +32,7 @@ from ._args import (
     time_ahead,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
+from ._prompt import ask, can_ask, checked, choice, confirm_or_force, force_flag, nonempty
 from ._output import (
     Output,
     fmt_age,
@@ -254,9 +254,10 @@ def _ask_missing(args: argparse.Namespace, js: jss.JetStream) -> None:
         sys.stderr.write(f"  streams: {', '.join(names)}\n")
         args.stream = ask("Select a Stream", names[0] if len(names) == 1 else "", choice(names))
     if args.consumer is None and not args.ephemeral:
-        args.consumer = ask("Consumer name", parse=nonempty)
+        args.consumer = ask("Consumer name", parse=checked(nonempty, lambda n: jss.ConsumerConfig(durable_name=n)))
     if "deliver_subject" not in given and not args.pull:
-        target = ask("Delivery target", parse=lambda t: subject(t) if t else "")
+        target = ask("Delivery target", parse=checked(lambda t: subject(t) if t else "",
+                                                      lambda t: jss.ConsumerConfig(deliver_subject=t or None)))
         if target:
             setattr(args, CFG + "deliver_subject", target)
     push = bool(opt(args, CFG + "deliver_subject"))
@@ -267,9 +268,11 @@ def _ask_missing(args: argparse.Namespace, js: jss.JetStream) -> None:
     if push and "replay_policy" not in given:
         setattr(args, CFG + "replay_policy", ask("Replay policy", "instant", choice(["instant", "original"])))
     if "filter_subjects" not in given:
-        setattr(args, CFG + "filter_subjects", ask("Filter Stream by subject (blank for all)", parse=filters))
+        setattr(args, CFG + "filter_subjects", ask("Filter Stream by subject (blank for all)", parse=checked(
+            filters, lambda subjects: [jss.ConsumerConfig(filter_subject=s) for s in subjects])))
     if "max_deliver" not in given:
-        setattr(args, CFG + "max_deliver", ask("Maximum Allowed Deliveries", "-1", int_at_least(-1)))
+        setattr(args, CFG + "max_deliver", ask("Maximum Allowed Deliveries", "-1", checked(
+            int_at_least(-1), lambda n: jss.ConsumerConfig(max_deliver=n))))
 
 
 def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
@@ -278,13 +281,17 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     On a terminal, a missing STREAM or NAME asks the walkthrough's questions for every setting not
     given; without one, each is a usage error naming it."""
     named = args.consumer is not None or args.ephemeral or args.config
+    if args.pull and opt(args, CFG + "deliver_subject"):
+        raise UsageError("--pull with --target: a consumer with a delivery target is a push consumer; give one")
+    if args.stream is not None:  # a bad STREAM or NAME is refused before any question (ValueError: exit 2)
+        jss.StreamConfig(name=args.stream)
+    if args.consumer is not None:
+        jss.ConsumerConfig(name=args.consumer)
     if args.stream is None or not named:
         if not can_ask():
             missing = "STREAM" if args.stream is None else "NAME (or --ephemeral)"
             raise UsageError(f"consumer add: {missing} is required; there is no terminal to ask on")
         _ask_missing(args, session.js())
-    if args.pull and opt(args, CFG + "deliver_subject"):
-        raise UsageError("--pull with --target: a consumer with a delivery target is a push consumer; give one")
     cfg = build_config(args)
     check_push_flags(cfg)
     try:

@@ -37,7 +37,7 @@ from ._output import (
     print_message,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
+from ._prompt import ask, can_ask, checked, choice, confirm_or_force, force_flag, nonempty
 from ._session import Session
 
 __all__ = ["register"]
@@ -202,7 +202,8 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     if not name:
         if not can_ask():
             raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
-        name = ask("Stream name", parse=nonempty)
+        name = ask("Stream name", parse=checked(nonempty, lambda n: jss.StreamConfig(name=n)))
+    jss.StreamConfig(name=name)  # a bad NAME is refused before any question (ValueError: exit 2)
     if not any(fields.get(k) or doc.get(k) for k in ("subjects", "mirror", "sources")):
         if not can_ask():
             raise UsageError("stream add: --subjects is required (or --mirror, --source, --config); "
@@ -243,11 +244,13 @@ _QUESTIONS: list[tuple[str, str, str, Any]] = [
 
 
 def _ask_missing(name: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """The walkthrough's questions for the settings ``fields`` lacks (blocks on the terminal)."""
+    """The walkthrough's questions for the settings ``fields`` lacks (blocks on the terminal); each
+    answer is checked as the config checks it, and asked again with the reason when it is wrong."""
     asked = dict(fields)
     for field, question, default, parse in _QUESTIONS:
         if field not in asked:
-            asked[field] = ask(question, default or (name if field == "subjects" else ""), parse)
+            check = (lambda f: lambda value: jss.StreamConfig(name=name, **{f: value}))(field)
+            asked[field] = ask(question, default or (name if field == "subjects" else ""), checked(parse, check))
     return asked
 
 
