@@ -51,14 +51,15 @@ def jsm(line: str, server, *, code: int = 0) -> str:
     return proc.stdout if code == 0 else proc.stderr
 
 
-def typed(line: str, server, answers: list[tuple[str, str]]) -> str:
+def typed(line: str, server, answers: list[tuple[str, str | None]]) -> str:
     """Run ``jetstream-sync <line>`` on a pseudo-terminal, answering each question (a regex) as given;
     check exit 0 and return everything the terminal showed."""
     term = pexpect.spawn(str(CLI), shlex.split(line), env=cli_env(server), encoding="utf-8", timeout=30)
     try:
         for question, answer in answers:
             term.expect(question)
-            term.sendline(answer)
+            if answer is not None:  # None: only wait for it (a line shown before a question)
+                term.sendline(answer)
         term.expect(pexpect.EOF)
         shown = term.before
     finally:
@@ -152,7 +153,7 @@ def test_the_walkthrough_runs_in_order_as_typed(server, api):
     assert re.search(r"Max age:\s+17520h0m0s", jsm('str cp ORDERS ARCHIVE --subjects "ORDERS_ARCVHIVE.*" --max-age 2y',
                                                    server))
     assert json.loads(jsm("str info ORDERS -j", server))["config"]["subjects"] == ["ORDERS.*"]  # | jq .config.subjects
-    assert "updated stream ORDERS" in jsm('str edit ORDERS --subjects "ORDERS.*"', server)
+    assert "updated stream ORDERS" in typed('str edit ORDERS --subjects "ORDERS.*"', server, [])  # no change: no question
 
     # --- publishing into the stream: nats-pub, and nats-req to see the publish acknowledgement
     assert "stream ORDERS seq 1" in jsm("pub ORDERS.scratch hello", server)
@@ -366,3 +367,20 @@ def test_a_name_or_subject_the_config_refuses_is_asked_again_at_once_with_the_re
     config = api.consumer_info("MINE", "READER").config
     assert "created consumer READER" in shown and (config.filter_subject, config.max_deliver) == ("mine.x", 3)
     api.delete_stream("MINE")
+
+
+def test_edit_on_a_terminal_shows_the_changes_and_asks_first(server, api):
+    api.create_stream(name="EDITED", subjects=["edited.>"], storage="memory", max_age=86400.0, max_msgs=10)
+    shown = typed("str edit EDITED --max-age 1h --max-msgs 20 --description 'now described'", server, [
+        (r"Changes to stream EDITED:", None), (r"description: \(unset\) -> \"now described\"", None),
+        (r"max_age: 24h0m0s -> 1h0m0s", None), (r"max_msgs: 10 -> 20", None),
+        (r"Really edit stream EDITED\? \[y/N\]", "n")])
+    assert "stream EDITED not edited" in shown and api.stream_info("EDITED").config.max_msgs == 10
+    shown = typed("str edit EDITED --max-msgs 20", server, [(r"max_msgs: 10 -> 20", None),
+                                                            (r"Really edit stream EDITED\?", "y")])
+    assert "updated stream EDITED" in shown and api.stream_info("EDITED").config.max_msgs == 20
+    # -f changes without asking; a change to nothing asks nothing
+    assert "updated stream EDITED" in typed("str edit EDITED --max-msgs 30 -f", server, [])
+    assert "updated stream EDITED" in typed("str edit EDITED --max-msgs 30", server, [])
+    assert api.stream_info("EDITED").config.max_msgs == 30
+    api.delete_stream("EDITED")

@@ -73,12 +73,14 @@ def nonempty(text: str) -> str:
 
 
 def force_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``-f``/``--force`` (read by :func:`confirm_or_force`) to a deleting command."""
+    """Add ``-f``/``--force`` (read by :func:`confirm_or_force`) to a deleting or changing command."""
     parser.add_argument("-f", "--force", action="store_true", help="do not ask for confirmation")
 
 
-def confirm_or_force(args: argparse.Namespace, command: str, what: str) -> bool:
+def confirm_or_force(args: argparse.Namespace, command: str, what: str, details: Sequence[str] = ()) -> bool:
     """True when ``what`` may go: ``-f`` was given, or the person at the terminal said yes.
+
+    ``details`` (e.g. the fields an edit changes) are shown, on stderr, before the question.
 
     On the terminal, y/yes is a yes, n/no or an empty answer a no; anything else is asked again.
     Without ``-f`` and without a terminal: a UsageError naming ``-f`` (nothing is sent)."""
@@ -87,6 +89,8 @@ def confirm_or_force(args: argparse.Namespace, command: str, what: str) -> bool:
     if not can_ask():
         raise UsageError(f"{command}: {what} needs confirming and there is no terminal to ask on: "
                          f"give -f (--force)")
+    for line in details:
+        sys.stderr.write(f"{line}\n")
     while True:
         answer = _read(f"? Really {what}? [y/N] ").lower()
         if answer in ("y", "yes"):

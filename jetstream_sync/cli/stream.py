@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 import jetstream_sync as jss
@@ -69,11 +70,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     info.set_defaults(handler=cmd_info)
 
     edit = cmds.add_parser("edit", parents=[common], help="change a stream's config",
-                           description="Change only the fields given; everything else is kept as the server has it.")
+                           description="Change only the fields given; everything else is kept as the server has it. "
+                                       "On a terminal, shows the changes (old -> new) and asks first; -f changes "
+                                       "without asking (and is needed without a terminal).")
     edit.add_argument("stream", metavar="NAME")
     edit.add_argument("--config", metavar="FILE", type=file_path,
                       help="JSON with the fields to change (server spelling); flags override it")
     _config_flags(edit)
+    force_flag(edit)
     edit.set_defaults(handler=cmd_edit)
 
     cp = cmds.add_parser("cp", parents=[common], help="copy a stream's config to a new stream",
@@ -254,8 +258,30 @@ def _ask_missing(name: str, fields: dict[str, Any]) -> dict[str, Any]:
     return asked
 
 
+#: Fields shown as durations in an edit's changes (the others as the server's JSON spells them).
+_DURATION_FIELDS = {"max_age", "duplicate_window", "subject_delete_marker_ttl"}
+
+
+def _changes(current: jss.StreamConfig, new: jss.StreamConfig) -> list[str]:
+    """One ``  field: old -> new`` line per field ``new`` changes, with the server's field names."""
+    before, after = current.to_dict(), new.to_dict()
+
+    def shown(config: jss.StreamConfig, doc: dict[str, Any], key: str) -> str:
+        if key not in doc:
+            return "(unset)"
+        if key in _DURATION_FIELDS:
+            return fmt_duration(getattr(config, key), zero="unlimited")
+        return json.dumps(doc[key], ensure_ascii=False)
+
+    return [f"  {key}: {shown(current, before, key)} -> {shown(new, after, key)}"
+            for key in sorted(before.keys() | after.keys()) if before.get(key) != after.get(key)]
+
+
 def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``stream edit NAME [flags]``: change only the given fields; prints the new info."""
+    """``stream edit NAME [flags] [-f]``: change only the given fields; prints the new info.
+
+    On a terminal, the changes are shown and confirmed first (nothing to change: no question); ``-f``
+    skips that, and without a terminal ``-f`` is required (UsageError before anything is sent)."""
     fields = _given(args)
     if args.config:
         file_fields = read_json_config(args.config)
@@ -264,6 +290,8 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
         file_fields = {}
     if not fields and not file_fields:
         raise UsageError("stream edit: nothing to change: give at least one config flag or --config")
+    if not args.force and not can_ask():
+        confirm_or_force(args, "stream edit", f"edit stream {args.stream}")  # raises, naming -f
     js = session.js()
     current = _stream(js, args.stream).cached_info.config
     if file_fields:
@@ -277,6 +305,11 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
         if isinstance(fields.get(key), dict):
             fields[key] = merge_nested(getattr(merged, key), fields[key])
     cfg = evolve(merged, **fields)
+    changes = _changes(current, cfg)
+    if changes and not confirm_or_force(args, "stream edit", f"edit stream {args.stream}",
+                                        [f"Changes to stream {args.stream}:", *changes]):
+        out.line(f"stream {args.stream} not edited")
+        return 0
     try:
         stream = js.update_stream(cfg)
     except jss.StreamNotFoundError:
