@@ -4,6 +4,7 @@
 # The helpers here (`cli`, `ok`, `fails`, `as_json`, `interrupted`) are shared by the other test_cli_*.py files.
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 
 import jetstream_sync as jss
 from jetstream_sync.__main__ import main
+from jetstream_sync.cli import build_parser
 
 from conftest import wait_for
 
@@ -106,6 +108,35 @@ def test_help_lists_every_command_and_the_exit_codes():
     sub = ok(cli("stream", "--help"))
     for command in ("add", "ls", "info", "edit", "cp", "purge", "rmm", "get", "rm"):
         assert re.search(rf"^\s+{command}\s", sub, re.M), command
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every (command path, parser) of the tree below ``parser``, aliases once."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            seen: set[int] = set()
+            for name, child in action.choices.items():
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    yield from _commands(child, path + (name,))
+
+
+@pytest.mark.timeout(30)
+def test_connection_options_are_listed_once_and_every_argument_has_help():
+    top = ok(cli("--help"))
+    assert "--tlsca FILE" in top and "--timeout DURATION" in top
+    commands = list(_commands(build_parser()))
+    assert len(commands) > 25
+    for path, parser in commands[1:]:
+        shown = parser.format_help()
+        assert "--tlsca" not in shown.partition("connection options (")[0], path  # only in the closing note
+        assert "see jetstream-sync --help" in shown, path
+        for action in parser._actions:
+            if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"{' '.join(path)}: {action.metavar or action.dest} has no help"
+    short = ok(cli("stream", "info", "--help"))
+    assert len(short.splitlines()) < 20 and "the stream to show" in short
 
 
 @pytest.mark.timeout(120)

@@ -72,21 +72,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add.set_defaults(handler=cmd_add)
 
     ls = cmds.add_parser("ls", parents=[common], help="list a stream's consumers")
-    ls.add_argument("stream", metavar="STREAM")
+    ls.add_argument("stream", metavar="STREAM", help="the stream whose consumers to list")
     ls.add_argument("--names", action="store_true", help="names only")
     ls.set_defaults(handler=cmd_ls)
 
     info = cmds.add_parser("info", parents=[common], help="show a consumer's config and progress")
-    info.add_argument("stream", metavar="STREAM")
-    info.add_argument("consumer", metavar="NAME")
+    info.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    info.add_argument("consumer", metavar="NAME", help="the consumer's name")
     info.set_defaults(handler=cmd_info)
 
     # --timeout is the request timeout here too (lookups, acks); how long the pull waits is --wait.
     nxt = cmds.add_parser("next", parents=[common], help="pull messages",
                           description="Pull up to --count messages with one request, print them and ack "
                                       "them (unless --no-ack). Exit 3 when none arrives within --wait.")
-    nxt.add_argument("stream", metavar="STREAM")
-    nxt.add_argument("consumer", metavar="NAME")
+    nxt.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    nxt.add_argument("consumer", metavar="NAME", help="the consumer's name")
     nxt.add_argument("--count", type=int_at_least(1), default=1, metavar="N", help="messages to pull (default 1)")
     nxt.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
                      help="acknowledge each message printed (default: --ack)")
@@ -98,8 +98,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                            description="Subscribe to a push consumer's deliver subject (joining its deliver group "
                                        "when it has one), print each message as it arrives and ack it (unless "
                                        "--no-ack). Runs until --count messages or Ctrl-C.")
-    sub_.add_argument("stream", metavar="STREAM")
-    sub_.add_argument("consumer", metavar="NAME")
+    sub_.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    sub_.add_argument("consumer", metavar="NAME", help="the consumer's name")
     sub_.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N messages")
     sub_.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
                       help="acknowledge each message printed (default: --ack)")
@@ -108,16 +108,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev = cmds.add_parser("events", parents=[common], help="print one consumer's advisories and ack samples",
                          description="Print the advisories and ack samples of one consumer as they arrive "
                                      "(--json: one object per line). Runs until --count events or Ctrl-C.")
-    ev.add_argument("stream", metavar="STREAM")
-    ev.add_argument("consumer", metavar="NAME")
+    ev.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    ev.add_argument("consumer", metavar="NAME", help="the consumer's name")
     ev.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N events")
     ev.set_defaults(handler=cmd_events)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a consumer",
                          description="Delete the consumer. Asks first on a terminal; -f deletes without asking "
                                      "(and is needed without a terminal).")
-    rm.add_argument("stream", metavar="STREAM")
-    rm.add_argument("consumer", metavar="NAME")
+    rm.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    rm.add_argument("consumer", metavar="NAME", help="the consumer's name")
     force_flag(rm)
     rm.set_defaults(handler=cmd_rm)
 

@@ -66,14 +66,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.set_defaults(handler=cmd_ls)
 
     info = cmds.add_parser("info", parents=[common], help="show a stream's config and state")
-    info.add_argument("stream", metavar="NAME")
+    info.add_argument("stream", metavar="NAME", help="the stream to show")
     info.set_defaults(handler=cmd_info)
 
     edit = cmds.add_parser("edit", parents=[common], help="change a stream's config",
                            description="Change only the fields given; everything else is kept as the server has it. "
                                        "On a terminal, shows the changes (old -> new) and asks first; -f changes "
                                        "without asking (and is needed without a terminal).")
-    edit.add_argument("stream", metavar="NAME")
+    edit.add_argument("stream", metavar="NAME", help="the stream to change")
     edit.add_argument("--config", metavar="FILE", type=file_path,
                       help="JSON with the fields to change (server spelling); flags override it")
     _config_flags(edit)
@@ -83,15 +83,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     cp = cmds.add_parser("cp", parents=[common], help="copy a stream's config to a new stream",
                          description="Create DEST with SOURCE's config (not its messages); flags override fields. "
                                      "Give --subjects unless the copy should share no subjects with the source.")
-    cp.add_argument("source", metavar="SOURCE")
-    cp.add_argument("stream", metavar="DEST")
+    cp.add_argument("source", metavar="SOURCE", help="the stream whose config to copy")
+    cp.add_argument("stream", metavar="DEST", help="the name of the new stream")
     _config_flags(cp)
     cp.set_defaults(handler=cmd_cp)
 
     purge = cmds.add_parser("purge", parents=[common], help="remove messages",
                             description="Remove every message, or those on --subject, below --seq, "
                                         "or all but the last --keep.")
-    purge.add_argument("stream", metavar="NAME")
+    purge.add_argument("stream", metavar="NAME", help="the stream to purge")
     purge.add_argument("--subject", help="only messages on this subject (wildcards allowed)")
     which = purge.add_mutually_exclusive_group()
     which.add_argument("--seq", type=int_at_least(1), help="remove messages below this sequence")
@@ -100,28 +100,29 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     purge.set_defaults(handler=cmd_purge)
 
     rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
-    rmm.add_argument("stream", metavar="NAME")
-    rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1))
+    rmm.add_argument("stream", metavar="NAME", help="the stream holding the message")
+    rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1), help="the message's stream sequence")
     rmm.add_argument("--erase", action="store_true", help="overwrite it on disk too")
     force_flag(rmm)
     rmm.set_defaults(handler=cmd_rmm)
 
     get = cmds.add_parser("get", parents=[common], help="read one message",
                           description="Read the message at SEQ, or the last one on --last-for SUBJECT.")
-    get.add_argument("stream", metavar="NAME")
-    get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1))
+    get.add_argument("stream", metavar="NAME", help="the stream holding the message")
+    get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1),
+                     help="the message's stream sequence (or give --last-for)")
     get.add_argument("--last-for", metavar="SUBJECT", help="the last message on this subject")
     get.set_defaults(handler=cmd_get)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a stream",
                          description="Delete the stream, its messages and its consumers. Asks first on a "
                                      "terminal; -f deletes without asking (and is needed without a terminal).")
-    rm.add_argument("stream", metavar="NAME")
+    rm.add_argument("stream", metavar="NAME", help="the stream to delete")
     force_flag(rm)
 
     # The JetStream model's `str template add`: gone from nats-server; say so rather than "invalid choice".
     template = cmds.add_parser("template", parents=[common])
-    template.add_argument("rest", nargs=argparse.REMAINDER)
+    template.add_argument("rest", nargs=argparse.REMAINDER, help="ignored: templates are gone")
     template.set_defaults(handler=cmd_template)
     rm.set_defaults(handler=cmd_rm)
 
