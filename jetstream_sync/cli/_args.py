@@ -342,7 +342,8 @@ def common_options(shown: bool = True) -> Parser:
         return text if shown else argparse.SUPPRESS
 
     conn.add_argument("-s", "--server", metavar="URL", default=s,
-                      help=help_("NATS server URL(s), comma-separated (default: $NATS_URL, else nats://127.0.0.1:4222)"))
+                      help=help_("NATS server URL(s), comma-separated "
+                                 "(default: $NATS_URL, else nats://127.0.0.1:4222)"))
     conn.add_argument("--user", default=s, help=help_("user name (or $NATS_USER)"))
     conn.add_argument("--password", default=s, help=help_("password (or $NATS_PASSWORD, which stays out of ps)"))
     conn.add_argument("--token", default=s, help=help_("authentication token (or $NATS_TOKEN)"))
@@ -354,7 +355,8 @@ def common_options(shown: bool = True) -> Parser:
     conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s,
                       help=help_("TLS client private key (or $NATS_KEY)"))
     conn.add_argument("--tlsca", metavar="FILE", type=file_path, default=s,
-                      help=help_("CA certificates to verify the server with (or $NATS_CA); any TLS option requires TLS"))
+                      help=help_("CA certificates to verify the server with (or $NATS_CA); "
+                                 "any TLS option requires TLS"))
     conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
                       help=help_("timeout of connecting and of each request, before or after the command "
                                  "(default 5s)"))
