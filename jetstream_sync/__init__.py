@@ -1,8 +1,8 @@
 # jetstream_sync: a blocking, thread-safe NATS JetStream client (ADR-37) on
 # top of nats-py, for scripts, notebooks and Spark.
 #
-# This module only re-exports the public names; ``__all__`` is pinned by
-# tests/test_exported_members.py.
+# This module only re-exports the public names, most of them loaded on first use (so importing
+# the package costs little); ``__all__`` is pinned by tests/test_exported_members.py.
 """A blocking, thread-safe NATS JetStream client (ADR-37) built on nats-py.
 
     import jetstream_sync as jss
@@ -18,31 +18,12 @@
 
 import importlib
 import logging
+import typing
 
-from ._headers import Headers
-from ._protocol import DEFAULT
-from ._retry import RetryPolicy
-from .client import Client, connect
-from .config import (
-    AccountInfo,
-    AckPolicy,
-    ConsumerConfig,
-    ConsumerInfo,
-    DeliverPolicy,
-    DiscardPolicy,
-    PubAck,
-    ReplayPolicy,
-    RetentionPolicy,
-    Seconds,
-    StorageType,
-    StoredMsg,
-    StoreCompression,
-    StreamConfig,
-    StreamInfo,
-    Timestamp,
-)
-from .consume import DEFAULT_NAK_DELAYS, ConsumeHandle, ConsumeStats, MessageStream
-from .consumer import Consumer
+# The exceptions are loaded with the package (they need nothing but the standard library), so an
+# ``except jss.TimeoutError`` never pays for an import. Everything else is loaded on first use (PEP 562,
+# ``__getattr__`` below): ``import jetstream_sync`` stays cheap (no nats-py, asyncio, attrs or tenacity)
+# for a command line or a script that only needs part of it; ``jss.connect`` loads the client.
 from .errors import (
     APIError,
     AuthorizationError,
@@ -73,40 +54,78 @@ from .errors import (
     SubscriptionConfigError,
     TimeoutError,
 )
-from .events import (
-    ApiAudit,
-    ApiLimitReached,
-    ConsumerAckMetric,
-    ConsumerAction,
-    ConsumerGroupPinned,
-    ConsumerGroupUnpinned,
-    ConsumerPause,
-    DomainLeaderElected,
-    Event,
-    EventStream,
-    LeaderElected,
-    MaxDeliveriesExceeded,
-    MessageNaked,
-    MessageTerminated,
-    MetaRescue,
-    QuorumLost,
-    RestoreCompleted,
-    RestoreCreated,
-    ServerOutOfSpace,
-    ServerRemoved,
-    SnapshotCompleted,
-    SnapshotCreated,
-    StreamAction,
-    StreamBatchAbandoned,
-    UnknownEvent,
-)
-from .jetstream import JetStream
-from .message import Msg, MsgMetadata, SequencePair
-from .ordered import OrderedConsumer
-from .pull import MessageBatch
-from .push_consumer import PushConsumer
-from .subscription import Subscription
-from .stream import Stream
+
+if typing.TYPE_CHECKING:  # what the names below are, for type checkers and editors
+    from ._headers import Headers
+    from ._protocol import DEFAULT
+    from ._retry import RetryPolicy
+    from .client import (
+        Client,
+        connect,
+    )
+    from .config import (
+        AccountInfo,
+        AckPolicy,
+        ConsumerConfig,
+        ConsumerInfo,
+        DeliverPolicy,
+        DiscardPolicy,
+        PubAck,
+        ReplayPolicy,
+        RetentionPolicy,
+        Seconds,
+        StorageType,
+        StoredMsg,
+        StoreCompression,
+        StreamConfig,
+        StreamInfo,
+        Timestamp,
+    )
+    from .consume import (
+        DEFAULT_NAK_DELAYS,
+        ConsumeHandle,
+        ConsumeStats,
+        MessageStream,
+    )
+    from .consumer import Consumer
+    from .events import (
+        ApiAudit,
+        ApiLimitReached,
+        ConsumerAckMetric,
+        ConsumerAction,
+        ConsumerGroupPinned,
+        ConsumerGroupUnpinned,
+        ConsumerPause,
+        DomainLeaderElected,
+        Event,
+        EventStream,
+        LeaderElected,
+        MaxDeliveriesExceeded,
+        MessageNaked,
+        MessageTerminated,
+        MetaRescue,
+        QuorumLost,
+        RestoreCompleted,
+        RestoreCreated,
+        ServerOutOfSpace,
+        ServerRemoved,
+        SnapshotCompleted,
+        SnapshotCreated,
+        StreamAction,
+        StreamBatchAbandoned,
+        UnknownEvent,
+    )
+    from .jetstream import JetStream
+    from .message import (
+        Msg,
+        MsgMetadata,
+        SequencePair,
+    )
+    from .ordered import OrderedConsumer
+    from .pull import MessageBatch
+    from .push_consumer import PushConsumer
+    from .subscription import Subscription
+    from .stream import Stream
 
 __version__ = "0.1.0"
 
@@ -114,11 +133,52 @@ __version__ = "0.1.0"
 # "jetstream_sync" logger). Without a handler here, Python's lastResort would print WARNING and above.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
+#: The public names loaded on first use, by the module they come from.
+_LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
+    "._headers": ("Headers",),
+    "._protocol": ("DEFAULT",),
+    "._retry": ("RetryPolicy",),
+    ".client": ("Client", "connect"),
+    ".config": (
+        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy", "PubAck",
+        "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression", "StreamConfig",
+        "StreamInfo", "Timestamp"
+    ),
+    ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
+    ".consumer": ("Consumer",),
+    ".events": (
+        "ApiAudit", "ApiLimitReached", "ConsumerAckMetric", "ConsumerAction", "ConsumerGroupPinned",
+        "ConsumerGroupUnpinned", "ConsumerPause", "DomainLeaderElected", "Event", "EventStream", "LeaderElected",
+        "MaxDeliveriesExceeded", "MessageNaked", "MessageTerminated", "MetaRescue", "QuorumLost", "RestoreCompleted",
+        "RestoreCreated", "ServerOutOfSpace", "ServerRemoved", "SnapshotCompleted", "SnapshotCreated", "StreamAction",
+        "StreamBatchAbandoned", "UnknownEvent"
+    ),
+    ".jetstream": ("JetStream",),
+    ".message": ("Msg", "MsgMetadata", "SequencePair"),
+    ".ordered": ("OrderedConsumer",),
+    ".pull": ("MessageBatch",),
+    ".push_consumer": ("PushConsumer",),
+    ".subscription": ("Subscription",),
+    ".stream": ("Stream",),
+}
+_LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
 
-def __getattr__(name: str):  # ``jss.spark`` without importing it up front (pyspark is optional)
+
+def __getattr__(name: str) -> typing.Any:
+    """A public name's first use imports its module (``jss.spark`` too: pyspark is optional)."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value  # the next use is a plain attribute lookup
+        return value
     if name == "spark":
         return importlib.import_module(".spark", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "APIError",

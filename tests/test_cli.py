@@ -4,6 +4,7 @@
 # The helpers here (`cli`, `ok`, `fails`, `as_json`, `interrupted`) are shared by the other test_cli_*.py files.
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 
 import jetstream_sync as jss
 from jetstream_sync.__main__ import main
+from jetstream_sync.cli import build_parser
 
 from conftest import wait_for
 
@@ -108,6 +110,52 @@ def test_help_lists_every_command_and_the_exit_codes():
         assert re.search(rf"^\s+{command}\s", sub, re.M), command
 
 
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every (command path, parser) of the tree below ``parser``, aliases once."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            seen: set[int] = set()
+            for name, child in action.choices.items():
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    yield from _commands(child, path + (name,))
+
+
+@pytest.mark.timeout(30)
+def test_connection_options_are_listed_once_and_every_argument_has_help():
+    top = ok(cli("--help"))
+    assert "--tlsca FILE" in top and "--timeout DURATION" in top
+    commands = list(_commands(build_parser()))
+    assert len(commands) > 25
+    for path, parser in commands[1:]:
+        shown = parser.format_help()
+        assert "--tlsca" not in shown.partition("connection options (")[0], path  # only in the closing note
+        assert "see jetstream-sync --help" in shown, path
+        for action in parser._actions:
+            if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"{' '.join(path)}: {action.metavar or action.dest} has no help"
+    short = ok(cli("stream", "info", "--help"))
+    assert len(short.splitlines()) < 20 and "the stream to show" in short
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("argv", [["--help"], ["stream", "add", "--help"], ["consumer", "next", "S"],
+                                  ["stream", "add", "X", "--max-age", "5x"]])
+def test_help_and_usage_errors_load_no_client(argv):
+    # The client (nats-py, asyncio), attrs and tqdm load when a command uses them, not for --help or a
+    # usage error: those answer at once.
+    probe = ("import contextlib, io, sys\nfrom jetstream_sync.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+             f"    main({argv!r})\n"
+             "print(' '.join(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split())
+    assert not loaded & {"nats", "asyncio", "attrs", "tqdm", "jetstream_sync.client", "jetstream_sync.server"}
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("args, flag", [
     (["stream", "add", "BAD", "--max-age", "5x"], "--max-age"),
@@ -116,6 +164,7 @@ def test_help_lists_every_command_and_the_exit_codes():
     (["consumer", "add", "S", "C", "--ack-wait", "fast"], "--ack-wait"),
     (["stream", "add", "BAD", "--max-msgs", "-5"], "--max-msgs"),
     (["consumer", "next", "S", "C", "--timeout", "soon"], "--timeout"),
+    (["consumer", "next", "S", "C", "--wait", "soon"], "--wait"),
     (["pub", "S", "--count", "0"], "--count"),
     (["pub", "S", "-H", "no-colon"], "--header"),
     (["--timeout", "x", "account", "info"], "--timeout"),
@@ -190,7 +239,7 @@ def test_verbose_logs_the_connection_to_stderr_and_the_default_is_quiet(nats_ser
 def test_ctrl_c_during_a_blocking_pull_exits_130_with_one_line(js, nats_server):
     js.create_stream(name="CLI_INTR", subjects=["cli.intr"], storage="memory")
     consumer = js.create_consumer("CLI_INTR", durable_name="waiter")
-    proc, took = interrupted(["consumer", "next", "CLI_INTR", "waiter", "--timeout", "60s"], nats_server,
+    proc, took = interrupted(["consumer", "next", "CLI_INTR", "waiter", "--wait", "60s"], nats_server,
                              lambda: consumer.info().num_waiting >= 1, "the CLI's pull to reach the server")
     assert proc.returncode == 130
     assert took < 3.0

@@ -101,8 +101,8 @@ def test_next_prints_and_acks_messages(orders, nats_server):
 def test_next_interrupted_before_printing_its_json_acks_nothing_and_naks_for_prompt_redelivery(orders,
                                                                                               nats_server):
     consumer = orders.create_consumer("CLI_C", durable_name="careful", filter_subject="cli.c.new", ack_wait=60)
-    # --json prints nothing until the pull ends (--count 100, --timeout 30s): interrupt it holding 5 messages.
-    proc = subprocess.Popen([str(CLI), "consumer", "next", "CLI_C", "careful", "--count", "100", "--timeout", "30s",
+    # --json prints nothing until the pull ends (--count 100, --wait 30s): interrupt it holding 5 messages.
+    proc = subprocess.Popen([str(CLI), "consumer", "next", "CLI_C", "careful", "--count", "100", "--wait", "30s",
                              "--json"], env=cli_env(nats_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -121,10 +121,25 @@ def test_next_interrupted_before_printing_its_json_acks_nothing_and_naks_for_pro
 def test_next_without_a_message_in_time_exits_3(orders, nats_server):
     orders.create_consumer("CLI_C", durable_name="idle", filter_subject="cli.c.none")
     started = time.monotonic()
-    fails(cli("consumer", "next", "CLI_C", "idle", "--timeout", "300ms", server=nats_server), 3,
+    fails(cli("consumer", "next", "CLI_C", "idle", "--wait", "300ms", server=nats_server), 3,
           "no message from consumer 'idle' within 300ms")
     assert time.monotonic() - started < 5.0
     fails(cli("consumer", "next", "CLI_C", "nobody", server=nats_server), 3, "consumer 'nobody' not found")
+
+
+def test_timeout_is_the_request_timeout_before_or_after_next_and_the_wait_is_wait(orders, nats_server):
+    orders.create_consumer("CLI_C", durable_name="idle", filter_subject="cli.c.none")
+    # --timeout means the same on either side of the command; the pull's wait defaults to it.
+    for args in (["--timeout", "400ms", "consumer", "next", "CLI_C", "idle"],
+                 ["consumer", "next", "CLI_C", "idle", "--timeout", "400ms"]):
+        fails(cli(*args, server=nats_server), 3, "within 400ms$")
+    # --wait is the pull's own: a long request timeout does not stretch it, nor a short one cut it.
+    fails(cli("consumer", "next", "CLI_C", "idle", "--timeout", "20s", "--wait", "300ms", server=nats_server), 3,
+          "within 300ms$")
+    fails(cli("--timeout", "2s", "consumer", "next", "CLI_C", "idle", "--wait", "2.5s", server=nats_server), 3,
+          "within 2.5s$")
+    help_text = ok(cli("consumer", "next", "--help"))
+    assert "--wait DURATION" in help_text
 
 
 def test_rm_f_deletes_without_asking_and_a_missing_consumer_exits_3(orders, nats_server):

@@ -71,7 +71,15 @@ def test_consumer_sub_prints_and_acks_each_message_and_json_gives_one_object_per
 
 def test_consumer_sub_on_a_pull_consumer_names_it(orders, nats_server):
     orders.create_consumer("CLI_P", durable_name="pully")
-    fails(cli("consumer", "sub", "CLI_P", "pully", server=nats_server), 1, "'pully'.*pull consumer")
+    fails(cli("consumer", "sub", "CLI_P", "pully", server=nats_server), 1,
+          "'pully'.*pull consumer.*`jetstream-sync consumer next CLI_P pully`")
+
+
+def test_consumer_next_on_a_push_consumer_names_the_command_that_reads_it(orders, nats_server):
+    orders.create_push_consumer("CLI_P", durable_name="pushy", deliver_subject="pushy.p")
+    line = fails(cli("consumer", "next", "CLI_P", "pushy", server=nats_server), 1,
+                 "'pushy'.*push consumer.*`jetstream-sync consumer sub CLI_P pushy`")
+    assert "push_consumer()" not in line  # the command line's answer, not the library's
 
 
 def test_sub_prints_messages_as_nats_sub_does_under_their_stream_subject_on_a_deliver_subject(

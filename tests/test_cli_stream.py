@@ -87,17 +87,24 @@ def test_edit_changes_only_the_flags_given(js, nats_server):
     js.create_stream(name="CLI_EDIT", subjects=["cli.edit"], storage="memory", max_age=3600.0,
                      description="keep me", max_msgs=100)
     doc = as_json(cli("stream", "edit", "CLI_EDIT", "--max-msgs", "500", "--subjects", "cli.edit,cli.edit2",
-                      "--json", server=nats_server))
+                      "--json", "-f", server=nats_server))
     assert doc["config"]["max_msgs"] == 500
     cfg = js.stream_info("CLI_EDIT").config
     assert (cfg.max_msgs, cfg.subjects) == (500, ["cli.edit", "cli.edit2"])
     assert (cfg.description, cfg.max_age, str(cfg.storage)) == ("keep me", 3600.0, "memory")
-    human = ok(cli("stream", "edit", "CLI_EDIT", "--description", "changed", server=nats_server))
+    human = ok(cli("stream", "edit", "CLI_EDIT", "--description", "changed", "--force", server=nats_server))
     assert human.startswith("updated stream CLI_EDIT\n")
     assert js.stream_info("CLI_EDIT").config.max_msgs == 500
     fails(cli("stream", "edit", "CLI_EDIT", server=nats_server), 2, "nothing to change")
-    fails(cli("stream", "edit", "CLI_EDIT", "--storage", "file", server=nats_server), 1, "(?i)storage")
-    fails(cli("stream", "edit", "CLI_NOPE", "--max-msgs", "1", server=nats_server), 3, "not found")
+    fails(cli("stream", "edit", "CLI_EDIT", "--storage", "file", "-f", server=nats_server), 1, "(?i)storage")
+    fails(cli("stream", "edit", "CLI_NOPE", "--max-msgs", "1", "-f", server=nats_server), 3, "not found")
+
+
+def test_edit_without_a_terminal_needs_f_and_changes_nothing_without_it(js, nats_server):
+    js.create_stream(name="CLI_EDIT_F", subjects=["cli.editf"], storage="memory", max_msgs=100)
+    fails(cli("stream", "edit", "CLI_EDIT_F", "--max-msgs", "5", server=nats_server), 2,
+          "edit stream CLI_EDIT_F needs confirming.*give -f")
+    assert js.stream_info("CLI_EDIT_F").config.max_msgs == 100
 
 
 def test_cp_creates_a_stream_with_the_source_config_and_the_overrides(js, nats_server):

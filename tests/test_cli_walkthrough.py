@@ -51,14 +51,15 @@ def jsm(line: str, server, *, code: int = 0) -> str:
     return proc.stdout if code == 0 else proc.stderr
 
 
-def typed(line: str, server, answers: list[tuple[str, str]]) -> str:
+def typed(line: str, server, answers: list[tuple[str, str | None]]) -> str:
     """Run ``jetstream-sync <line>`` on a pseudo-terminal, answering each question (a regex) as given;
     check exit 0 and return everything the terminal showed."""
     term = pexpect.spawn(str(CLI), shlex.split(line), env=cli_env(server), encoding="utf-8", timeout=30)
     try:
         for question, answer in answers:
             term.expect(question)
-            term.sendline(answer)
+            if answer is not None:  # None: only wait for it (a line shown before a question)
+                term.sendline(answer)
         term.expect(pexpect.EOF)
         shown = term.before
     finally:
@@ -152,7 +153,8 @@ def test_the_walkthrough_runs_in_order_as_typed(server, api):
     assert re.search(r"Max age:\s+17520h0m0s", jsm('str cp ORDERS ARCHIVE --subjects "ORDERS_ARCVHIVE.*" --max-age 2y',
                                                    server))
     assert json.loads(jsm("str info ORDERS -j", server))["config"]["subjects"] == ["ORDERS.*"]  # | jq .config.subjects
-    assert "updated stream ORDERS" in jsm('str edit ORDERS --subjects "ORDERS.*"', server)
+    # on a terminal, as typed: the subjects are those the stream has, so there is nothing to confirm
+    assert "updated stream ORDERS" in typed('str edit ORDERS --subjects "ORDERS.*"', server, [])
 
     # --- publishing into the stream: nats-pub, and nats-req to see the publish acknowledgement
     assert "stream ORDERS seq 1" in jsm("pub ORDERS.scratch hello", server)
@@ -329,3 +331,57 @@ def test_a_question_answered_wrongly_is_asked_again_and_flags_given_are_not_aske
             config.max_age, config.max_msg_size) == (["asked.a", "asked.b"], "memory", "limits", 10, 1024**2,
                                                      3600.0, -1)
     api.delete_stream("ASKED")
+
+
+def again(reason: str, question: str) -> str:
+    """The pattern of a refused answer: its reason, then the same question again."""
+    return rf"{reason}[\s\S]*?{question}"
+
+
+def test_a_wrong_answer_to_really_is_asked_again_and_only_yes_deletes(server, api):
+    api.create_stream(name="MAYBE", subjects=["maybe.>"], storage="memory")
+    shown = typed("str rm MAYBE", server, [(r"Really delete stream MAYBE\? \[y/N\]", "maybe"),
+                                           (again(r"answer y \(yes\) or n \(no\)", r"Really delete stream MAYBE\?"),
+                                            "yse"),
+                                           (again(r"answer y", r"Really delete stream MAYBE\?"), "no")])
+    assert "stream MAYBE not deleted" in shown and "MAYBE" in list(api.stream_names())
+    assert "deleted stream MAYBE" in typed("str rm MAYBE", server, [(r"Really delete stream MAYBE\?", "sure"),
+                                                                    (again("answer y", "Really delete"), "Y")])
+    assert "MAYBE" not in list(api.stream_names())
+
+
+def test_a_name_or_subject_the_config_refuses_is_asked_again_at_once_with_the_reason(server, api):
+    # Each answer is checked when given: the same question comes back at once, with the reason, rather
+    # than an error after the last question.
+    shown = typed("str add", server, [
+        ("Stream name", "MY STREAM"), (again("must not contain whitespace", "Stream name"), "MINE"),
+        ("Subjects to consume", "mine.a*"), (again("not a valid subject", "Subjects to consume"), "mine.>"),
+        ("Storage backend", "memory"), ("Retention Policy", ""), ("Message count limit", ""),
+        ("Message size limit", ""), ("Maximum message age limit", ""), ("Maximum individual message size", ""),
+        ("Number of replicas", "")])
+    assert "created stream MINE" in shown and api.stream_info("MINE").config.subjects == ["mine.>"]
+    shown = typed("con add MINE", server, [
+        ("Consumer name", "my reader"), (again("must not contain whitespace", "Consumer name"), "READER"),
+        ("Delivery target", ""), (r"Start policy", ""), (r"Filter Stream by subject", "mine..x"),
+        (again("not a valid subject", "Filter Stream by subject"), "mine.x"),
+        ("Maximum Allowed Deliveries", "0"), (again(r"-1 \(unlimited\) or >= 1", "Maximum Allowed Deliveries"), "3")])
+    config = api.consumer_info("MINE", "READER").config
+    assert "created consumer READER" in shown and (config.filter_subject, config.max_deliver) == ("mine.x", 3)
+    api.delete_stream("MINE")
+
+
+def test_edit_on_a_terminal_shows_the_changes_and_asks_first(server, api):
+    api.create_stream(name="EDITED", subjects=["edited.>"], storage="memory", max_age=86400.0, max_msgs=10)
+    shown = typed("str edit EDITED --max-age 1h --max-msgs 20 --description 'now described'", server, [
+        (r"Changes to stream EDITED:", None), (r"description: \(unset\) -> \"now described\"", None),
+        (r"max_age: 24h0m0s -> 1h0m0s", None), (r"max_msgs: 10 -> 20", None),
+        (r"Really edit stream EDITED\? \[y/N\]", "n")])
+    assert "stream EDITED not edited" in shown and api.stream_info("EDITED").config.max_msgs == 10
+    shown = typed("str edit EDITED --max-msgs 20", server, [(r"max_msgs: 10 -> 20", None),
+                                                            (r"Really edit stream EDITED\?", "y")])
+    assert "updated stream EDITED" in shown and api.stream_info("EDITED").config.max_msgs == 20
+    # -f changes without asking; a change to nothing asks nothing
+    assert "updated stream EDITED" in typed("str edit EDITED --max-msgs 30 -f", server, [])
+    assert "updated stream EDITED" in typed("str edit EDITED --max-msgs 30", server, [])
+    assert api.stream_info("EDITED").config.max_msgs == 30
+    api.delete_stream("EDITED")

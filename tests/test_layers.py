@@ -21,6 +21,10 @@ SETUP_CFG = ROOT.parent / "setup.cfg"
 #: What may be imported inside a function: optional dependencies, or a module that pulls one in
 #: (the HTML views, pyspark and pyarrow, the Spark data source, tqdm's notebook-aware bar).
 LATE_IMPORTS_ALLOWED = {"_html", "pyspark", "pyarrow", "datasource", "tqdm"}
+#: The command line also loads the client (nats-py, asyncio), the embedded server, attrs and ssl only in
+#: the commands that use them, so `--help` and a usage error start fast. It is the top layer: nothing
+#: imports it, so a late import there cannot hide a cycle.
+CLI_LATE_IMPORTS_ALLOWED = {"client", "server", "attrs", "ssl"}
 
 
 @pytest.mark.timeout(120)
@@ -39,6 +43,7 @@ def _late_imports() -> list[str]:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
+        allowed = LATE_IMPORTS_ALLOWED | (CLI_LATE_IMPORTS_ALLOWED if path.parent.name == "cli" else set())
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -53,7 +58,7 @@ def _late_imports() -> list[str]:
                 else:
                     continue
                 found += [f"{path.relative_to(ROOT.parent)}:{node.lineno} imports {name}"
-                          for name, key in names if key not in LATE_IMPORTS_ALLOWED]
+                          for name, key in names if key not in allowed]
     return found
 
 
@@ -104,3 +109,26 @@ def test_no_jetstream_sync_modules_import_each_other_in_a_circle():
     below_client = {m for m in modules if m != "jetstream_sync.client" and not m.startswith(
         ("jetstream_sync.cli", "jetstream_sync.spark", "jetstream_sync.__main__"))}
     assert not any("jetstream_sync.client" in graph[m] for m in below_client)
+
+
+#: What a bare ``import jetstream_sync`` must not load: the client's dependencies load with the first use
+#: of a name that needs them (``jss.connect``, ``jss.StreamConfig``), so a script or the command line
+#: that needs less starts faster.
+HEAVY = ("nats", "asyncio", "attrs", "tenacity", "tqdm", "ssl", "jetstream_sync.client", "jetstream_sync._connection")
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The top-level names in ``HEAVY`` that a fresh interpreter has loaded after running ``code``."""
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT.parent)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split()) & set(HEAVY)
+
+
+@pytest.mark.timeout(120)
+def test_importing_the_package_loads_neither_nats_nor_the_client_until_a_name_needs_them():
+    assert _loaded_after("import jetstream_sync") == set()
+    assert _loaded_after("import jetstream_sync as jss\njss.TimeoutError, jss.APIError, jss.__version__") == set()
+    assert {"nats", "jetstream_sync.client"} <= _loaded_after("import jetstream_sync as jss\njss.connect")
+    assert {"attrs"} <= _loaded_after("from jetstream_sync import StreamConfig")

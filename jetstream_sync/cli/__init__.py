@@ -36,11 +36,11 @@ server. Connection and output options work before or after the command.
 
 def build_parser() -> Parser:
     """The whole command tree. Parsing errors raise ``UsageError`` (one line, exit 2)."""
-    common = common_options()
-    parser = Parser(prog=PROG, description=_DESCRIPTION, epilog=EXIT_CODES_HELP, parents=[common],
+    parser = Parser(prog=PROG, description=_DESCRIPTION, epilog=EXIT_CODES_HELP, parents=[common_options()],
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = common_options(shown=False)  # the commands accept them too; their help points here
     for module in (account, stream, consumer, pub, sub_command, request, events, server, demo):
         module.register(sub, common)
     return parser

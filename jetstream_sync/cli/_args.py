@@ -2,6 +2,8 @@
 # the value parsers (durations, sizes, headers, times) that name the flag they failed on, the
 # connection options every command accepts, and the "cfg." flags that map onto config fields.
 # Rule: nothing here connects or prints; a bad value is a UsageError (exit 2), raised while parsing.
+# Below the facade it uses the subject check (_protocol) and the time parser (_time), which load no
+# client; attrs is imported by `evolve`, when a command changes a config, not when the parser is built.
 from __future__ import annotations
 
 import argparse
@@ -12,10 +14,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Mapping
 
-import attrs
-
-from ..client import check_subject
-from ..config import parse_time
+from .._protocol import check_subject
+from .._time import parse_time
 
 __all__ = [
     "CFG",
@@ -26,6 +26,7 @@ __all__ = [
     "config_fields",
     "duration",
     "duration_list",
+    "evolve",
     "file_path",
     "header",
     "int_at_least",
@@ -63,6 +64,8 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        if any(getattr(p, "hides_connection_options", False) for p in kwargs.get("parents", ())):
+            kwargs.setdefault("epilog", CONNECTION_NOTE)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -314,35 +317,54 @@ def file_path(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def common_options(request_timeout: bool = True) -> Parser:
+#: The epilog of every command's help, instead of repeating the connection options there.
+CONNECTION_NOTE = ("connection options (-s/--server, --timeout, --user, --password, --token, --creds, --nkey, "
+                   "--tlscert, --tlskey, --tlsca, --domain, --js-api-prefix, --name) work before or after the "
+                   "command: see jetstream-sync --help")
+
+
+def common_options(shown: bool = True) -> Parser:
     """A parent parser with the connection and output options; every default is SUPPRESS.
 
     It is a parent of the top-level parser and of every sub-parser, so the options work
     before or after the command; SUPPRESS keeps a later parser from overwriting an earlier
-    value with its default. Read them with :func:`opt`. ``request_timeout=False`` leaves
-    out ``--timeout``, for a command that gives the flag a meaning of its own.
+    value with its default. Read them with :func:`opt`. ``--timeout`` means the same everywhere:
+    the timeout of connecting and of each request (a command's own wait has a name of its own).
+    ``shown=False`` (the commands' copy) leaves the connection options out of the help, which
+    lists them once, at the top level; a command's help ends with :data:`CONNECTION_NOTE` instead.
     """
     common = Parser(add_help=False)
+    common.hides_connection_options = not shown  # type: ignore[attr-defined]
     conn = common.add_argument_group("connection options")
     s = argparse.SUPPRESS
+
+    def help_(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
     conn.add_argument("-s", "--server", metavar="URL", default=s,
-                      help="NATS server URL(s), comma-separated (default: $NATS_URL, else nats://127.0.0.1:4222)")
-    conn.add_argument("--user", default=s, help="user name (or $NATS_USER)")
-    conn.add_argument("--password", default=s, help="password (or $NATS_PASSWORD, which stays out of ps)")
-    conn.add_argument("--token", default=s, help="authentication token (or $NATS_TOKEN)")
-    conn.add_argument("--creds", metavar="FILE", type=file_path, default=s, help="JWT credentials file (or $NATS_CREDS)")
-    conn.add_argument("--nkey", metavar="FILE", type=file_path, default=s, help="NKey seed file (or $NATS_NKEY)")
-    conn.add_argument("--tlscert", metavar="FILE", type=file_path, default=s, help="TLS client certificate (or $NATS_CERT)")
-    conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s, help="TLS client private key (or $NATS_KEY)")
+                      help=help_("NATS server URL(s), comma-separated "
+                                 "(default: $NATS_URL, else nats://127.0.0.1:4222)"))
+    conn.add_argument("--user", default=s, help=help_("user name (or $NATS_USER)"))
+    conn.add_argument("--password", default=s, help=help_("password (or $NATS_PASSWORD, which stays out of ps)"))
+    conn.add_argument("--token", default=s, help=help_("authentication token (or $NATS_TOKEN)"))
+    conn.add_argument("--creds", metavar="FILE", type=file_path, default=s,
+                      help=help_("JWT credentials file (or $NATS_CREDS)"))
+    conn.add_argument("--nkey", metavar="FILE", type=file_path, default=s, help=help_("NKey seed file (or $NATS_NKEY)"))
+    conn.add_argument("--tlscert", metavar="FILE", type=file_path, default=s,
+                      help=help_("TLS client certificate (or $NATS_CERT)"))
+    conn.add_argument("--tlskey", metavar="FILE", type=file_path, default=s,
+                      help=help_("TLS client private key (or $NATS_KEY)"))
     conn.add_argument("--tlsca", metavar="FILE", type=file_path, default=s,
-                      help="CA certificates to verify the server with (or $NATS_CA); any TLS option requires TLS")
-    if request_timeout:
-        conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
-                          help="timeout of each request and of connecting (default 5s)")
-    conn.add_argument("--domain", default=s, help="JetStream domain")
-    conn.add_argument("--js-api-prefix", metavar="PREFIX", default=s, help="JetStream API prefix (instead of --domain)")
+                      help=help_("CA certificates to verify the server with (or $NATS_CA); "
+                                 "any TLS option requires TLS"))
+    conn.add_argument("--timeout", metavar="DURATION", type=duration, default=s,
+                      help=help_("timeout of connecting and of each request, before or after the command "
+                                 "(default 5s)"))
+    conn.add_argument("--domain", default=s, help=help_("JetStream domain"))
+    conn.add_argument("--js-api-prefix", metavar="PREFIX", default=s,
+                      help=help_("JetStream API prefix (instead of --domain)"))
     conn.add_argument("--name", metavar="NAME", dest="connection_name", default=s,
-                      help="connection name the server shows (default jetstream-sync)")
+                      help=help_("connection name the server shows (default jetstream-sync)"))
     out = common.add_argument_group("output options")
     out.add_argument("-j", "--json", action="store_true", default=s, help="print JSON on stdout")
     out.add_argument("-v", "--verbose", action="count", default=s,
@@ -375,8 +397,15 @@ def config_fields(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def evolve(config: Any, **changes: Any) -> Any:
+    """A copy of ``config`` (a StreamConfig, ConsumerConfig or a part of one) with ``changes``."""
+    import attrs  # late: building the parser (and --help) does not load attrs
+
+    return attrs.evolve(config, **changes)
+
+
 def merge_nested(current: Any, given: Mapping[str, Any]) -> Any:
     """For ``edit``: the fields of a nested config (placement, republish) given, over the current ones."""
     if current is None:
         return dict(given)
-    return attrs.evolve(current, **given)
+    return evolve(current, **given)

@@ -2,6 +2,7 @@
 # key/value blocks), human numbers (sizes, durations, ages), messages as text or base64, and
 # the tqdm progress bar on stderr.
 # Rule: stdout carries results only; progress and logs go to stderr; errors are main()'s job.
+# tqdm is imported when a bar is made (start-up time); times are formatted by _time, below the facade.
 from __future__ import annotations
 
 import base64
@@ -10,9 +11,7 @@ import sys
 from datetime import datetime, timezone
 from typing import IO, Any, Iterable, Sequence
 
-from tqdm import tqdm
-
-from ..config import format_time
+from .._time import format_time
 
 __all__ = [
     "Output",
@@ -180,6 +179,8 @@ def progress_bar(total: int, wanted: bool | None, desc: str, unit: str = "msg") 
 
     Returns a tqdm instance (disabled bars cost next to nothing per ``update``).
     """
+    from tqdm import tqdm  # late: only pub --count and demo draw a bar
+
     show = sys.stderr.isatty() if wanted is None else wanted
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not show,
                 dynamic_ncols=True, mininterval=0.1, leave=True)

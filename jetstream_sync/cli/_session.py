@@ -1,18 +1,21 @@
 # The connection of one ``jetstream-sync`` run: turns the connection options into
 # ``jss.connect()`` keyword arguments (auth, creds, nkey, an ssl.SSLContext for TLS),
 # connects on first use and closes at the end. Commands that need no server never connect.
+# The client (with nats-py and asyncio) and ssl are imported when a command connects, not before:
+# `--help`, a usage error and `server` do not load them.
 from __future__ import annotations
 
 import argparse
 import logging
 import os
-import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jetstream_sync as jss
-from jetstream_sync.client import default_servers, redact_url
 
 from ._args import UsageError, file_path, opt
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Session"]
 
@@ -43,6 +46,8 @@ class Session:
     @property
     def servers(self) -> str:
         """Where to connect: ``-s``, else ``$NATS_URL``, else ``nats://127.0.0.1:4222``."""
+        from ..client import default_servers  # late: the client is loaded when a command connects
+
         return self.explicit_server or default_servers()
 
     @property
@@ -98,6 +103,8 @@ class Session:
             return None
         if key is not None and cert is None:
             raise UsageError("--tlskey needs --tlscert")
+        import ssl  # late: only TLS options need it before connecting
+
         try:
             ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
         except (ssl.SSLError, OSError) as exc:
@@ -115,6 +122,8 @@ class Session:
         Raises NoServersError/AuthorizationError (exit 4), UsageError for bad options.
         """
         if self._client is None:
+            from ..client import redact_url  # late: the client is loaded when a command connects
+
             options = self.connect_options()
             servers = [s.strip() for s in self.servers.split(",") if s.strip()]
             log.info("connecting to %s", ", ".join(redact_url(s) for s in servers))

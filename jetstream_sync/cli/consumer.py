@@ -7,14 +7,11 @@ import argparse
 import sys
 from typing import Any
 
-import attrs
-
 import jetstream_sync as jss
 
 from ._args import (
     CFG,
     UsageError,
-    common_options,
     config_fields,
     config_flag,
     deliver_start,
@@ -22,6 +19,7 @@ from ._args import (
     percent,
     read_json_config,
     duration,
+    evolve,
     duration_list,
     file_path,
     int_at_least,
@@ -34,7 +32,7 @@ from ._args import (
     time_ahead,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
+from ._prompt import ask, can_ask, checked, choice, confirm_or_force, force_flag, nonempty
 from ._output import (
     Output,
     fmt_age,
@@ -74,35 +72,34 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add.set_defaults(handler=cmd_add)
 
     ls = cmds.add_parser("ls", parents=[common], help="list a stream's consumers")
-    ls.add_argument("stream", metavar="STREAM")
+    ls.add_argument("stream", metavar="STREAM", help="the stream whose consumers to list")
     ls.add_argument("--names", action="store_true", help="names only")
     ls.set_defaults(handler=cmd_ls)
 
     info = cmds.add_parser("info", parents=[common], help="show a consumer's config and progress")
-    info.add_argument("stream", metavar="STREAM")
-    info.add_argument("consumer", metavar="NAME")
+    info.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    info.add_argument("consumer", metavar="NAME", help="the consumer's name")
     info.set_defaults(handler=cmd_info)
 
-    # `next` has its own --timeout (how long to wait for messages); the request timeout
-    # stays available before the command name: `jetstream-sync --timeout 2s consumer next ...`.
-    nxt = cmds.add_parser("next", parents=[common_options(request_timeout=False)], help="pull messages",
+    # --timeout is the request timeout here too (lookups, acks); how long the pull waits is --wait.
+    nxt = cmds.add_parser("next", parents=[common], help="pull messages",
                           description="Pull up to --count messages with one request, print them and ack "
-                                      "them (unless --no-ack). Exit 3 when none arrives within --timeout.")
-    nxt.add_argument("stream", metavar="STREAM")
-    nxt.add_argument("consumer", metavar="NAME")
+                                      "them (unless --no-ack). Exit 3 when none arrives within --wait.")
+    nxt.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    nxt.add_argument("consumer", metavar="NAME", help="the consumer's name")
     nxt.add_argument("--count", type=int_at_least(1), default=1, metavar="N", help="messages to pull (default 1)")
     nxt.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
                      help="acknowledge each message printed (default: --ack)")
-    nxt.add_argument("--timeout", dest="wait", type=duration, default=5.0, metavar="DURATION",
-                     help="how long to wait for messages (default 5s)")
+    nxt.add_argument("--wait", type=duration, default=None, metavar="DURATION",
+                     help="how long the pull waits for messages (default: the request --timeout, 5s)")
     nxt.set_defaults(handler=cmd_next)
 
     sub_ = cmds.add_parser("sub", parents=[common], help="receive from a push consumer",
                            description="Subscribe to a push consumer's deliver subject (joining its deliver group "
                                        "when it has one), print each message as it arrives and ack it (unless "
                                        "--no-ack). Runs until --count messages or Ctrl-C.")
-    sub_.add_argument("stream", metavar="STREAM")
-    sub_.add_argument("consumer", metavar="NAME")
+    sub_.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    sub_.add_argument("consumer", metavar="NAME", help="the consumer's name")
     sub_.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N messages")
     sub_.add_argument("--ack", action=argparse.BooleanOptionalAction, default=True,
                       help="acknowledge each message printed (default: --ack)")
@@ -111,16 +108,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev = cmds.add_parser("events", parents=[common], help="print one consumer's advisories and ack samples",
                          description="Print the advisories and ack samples of one consumer as they arrive "
                                      "(--json: one object per line). Runs until --count events or Ctrl-C.")
-    ev.add_argument("stream", metavar="STREAM")
-    ev.add_argument("consumer", metavar="NAME")
+    ev.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    ev.add_argument("consumer", metavar="NAME", help="the consumer's name")
     ev.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N events")
     ev.set_defaults(handler=cmd_events)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a consumer",
                          description="Delete the consumer. Asks first on a terminal; -f deletes without asking "
                                      "(and is needed without a terminal).")
-    rm.add_argument("stream", metavar="STREAM")
-    rm.add_argument("consumer", metavar="NAME")
+    rm.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    rm.add_argument("consumer", metavar="NAME", help="the consumer's name")
     force_flag(rm)
     rm.set_defaults(handler=cmd_rm)
 
@@ -175,8 +172,12 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
-    """A pull consumer's handle; a push consumer is a ``ConsumerTypeError`` naming it (exit 1)."""
-    return _looked_up(lambda: js.consumer(stream, name), stream, name)
+    """A pull consumer's handle; a push consumer is a CommandError (exit 1) naming ``consumer sub``."""
+    try:
+        return _looked_up(lambda: js.consumer(stream, name), stream, name)
+    except jss.ConsumerTypeError:
+        raise CommandError(f"consumer {name!r} of stream {stream!r} is a push consumer: receive from it with "
+                           f"`jetstream-sync consumer sub {stream} {name}`") from None
 
 
 def consumer_info(js: jss.JetStream, stream: str, name: str) -> jss.ConsumerInfo:
@@ -221,7 +222,7 @@ def build_config(args: argparse.Namespace) -> jss.ConsumerConfig:
     elif args.ephemeral:
         fields.update(durable_name=None)
     base = _from_file(args.config) if args.config else jss.ConsumerConfig()
-    return attrs.evolve(base, **fields)
+    return evolve(base, **fields)
 
 
 def check_push_flags(cfg: jss.ConsumerConfig) -> None:
@@ -253,9 +254,10 @@ def _ask_missing(args: argparse.Namespace, js: jss.JetStream) -> None:
         sys.stderr.write(f"  streams: {', '.join(names)}\n")
         args.stream = ask("Select a Stream", names[0] if len(names) == 1 else "", choice(names))
     if args.consumer is None and not args.ephemeral:
-        args.consumer = ask("Consumer name", parse=nonempty)
+        args.consumer = ask("Consumer name", parse=checked(nonempty, lambda n: jss.ConsumerConfig(durable_name=n)))
     if "deliver_subject" not in given and not args.pull:
-        target = ask("Delivery target", parse=lambda t: subject(t) if t else "")
+        target = ask("Delivery target", parse=checked(lambda t: subject(t) if t else "",
+                                                      lambda t: jss.ConsumerConfig(deliver_subject=t or None)))
         if target:
             setattr(args, CFG + "deliver_subject", target)
     push = bool(opt(args, CFG + "deliver_subject"))
@@ -266,9 +268,11 @@ def _ask_missing(args: argparse.Namespace, js: jss.JetStream) -> None:
     if push and "replay_policy" not in given:
         setattr(args, CFG + "replay_policy", ask("Replay policy", "instant", choice(["instant", "original"])))
     if "filter_subjects" not in given:
-        setattr(args, CFG + "filter_subjects", ask("Filter Stream by subject (blank for all)", parse=filters))
+        setattr(args, CFG + "filter_subjects", ask("Filter Stream by subject (blank for all)", parse=checked(
+            filters, lambda subjects: [jss.ConsumerConfig(filter_subject=s) for s in subjects])))
     if "max_deliver" not in given:
-        setattr(args, CFG + "max_deliver", ask("Maximum Allowed Deliveries", "-1", int_at_least(-1)))
+        setattr(args, CFG + "max_deliver", ask("Maximum Allowed Deliveries", "-1", checked(
+            int_at_least(-1), lambda n: jss.ConsumerConfig(max_deliver=n))))
 
 
 def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
@@ -277,13 +281,17 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     On a terminal, a missing STREAM or NAME asks the walkthrough's questions for every setting not
     given; without one, each is a usage error naming it."""
     named = args.consumer is not None or args.ephemeral or args.config
+    if args.pull and opt(args, CFG + "deliver_subject"):
+        raise UsageError("--pull with --target: a consumer with a delivery target is a push consumer; give one")
+    if args.stream is not None:  # a bad STREAM or NAME is refused before any question (ValueError: exit 2)
+        jss.StreamConfig(name=args.stream)
+    if args.consumer is not None:
+        jss.ConsumerConfig(name=args.consumer)
     if args.stream is None or not named:
         if not can_ask():
             missing = "STREAM" if args.stream is None else "NAME (or --ephemeral)"
             raise UsageError(f"consumer add: {missing} is required; there is no terminal to ask on")
         _ask_missing(args, session.js())
-    if args.pull and opt(args, CFG + "deliver_subject"):
-        raise UsageError("--pull with --target: a consumer with a delivery target is a push consumer; give one")
     cfg = build_config(args)
     check_push_flags(cfg)
     try:
@@ -412,9 +420,10 @@ def _print(out: Output, msg: jss.Msg) -> None:
 
 
 def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``consumer next STREAM NAME [--count N] [--no-ack] [--timeout D]``: pull, print, ack.
+    """``consumer next STREAM NAME [--count N] [--no-ack] [--wait D]``: pull, print, ack.
 
-    One pull request for ``--count`` messages that waits at most ``--timeout``. Each message is
+    One pull request for ``--count`` messages that waits at most ``--wait`` (default: the request
+    timeout, ``--timeout``). Each message is
     printed, then acked and "Acknowledged message" printed once the server confirmed the ack
     (``--json``: all acked after the document is written). Exit 0 when at least one message
     arrived, 3 (with an error line) when none did.
@@ -426,7 +435,8 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
     held: list[jss.Msg] = []
     docs: list[dict[str, Any]] = []
     received = 0
-    batch = consumer.fetch(max_messages=args.count, expires=args.wait)
+    wait = session.timeout if args.wait is None else args.wait
+    batch = consumer.fetch(max_messages=args.count, expires=wait)
     try:
         for msg in batch:
             received += 1
@@ -441,7 +451,7 @@ def cmd_next(args: argparse.Namespace, session: Session, out: Output) -> int:
                 out.stream.flush()
             held.clear()
         if received == 0:
-            raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(args.wait)}")
+            raise NotFound(f"no message from consumer {consumer.name!r} within {fmt_duration(wait)}")
         if out.json:
             out.emit(docs)
             out.stream.flush()
@@ -475,8 +485,8 @@ def cmd_sub(args: argparse.Namespace, session: Session, out: Output) -> int:
     js = session.js()
     info = consumer_info(js, args.stream, args.consumer)
     if not info.config.deliver_subject:
-        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: "
-                           f"use `consumer next`")
+        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is a pull consumer: pull from "
+                           f"it with `jetstream-sync consumer next {args.stream} {args.consumer}`")
     can_ack = args.ack and info.config.ack_policy is not jss.AckPolicy.NONE
     received = 0
     with js.push_consumer(args.stream, args.consumer).messages() as msgs:

@@ -1,6 +1,7 @@
 # ``jetstream-sync demo``: the main job end to end (create ORDERS, publish, deduplicate, fetch,
 # ack, read state back, delete ORDERS), against -s URL or an embedded server.
-# Rule: this module uses only the public API, as a user's script would.
+# Rule: this module uses only the public API, as a user's script would. The embedded server is
+# imported when the demo starts one (start-up time of the other commands).
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,6 @@ import time
 from typing import Any
 
 import jetstream_sync as jss
-from jetstream_sync.server import NatsServer
 
 from ._args import UsageError, int_at_least, opt
 from ._output import Output, progress_bar
@@ -59,6 +59,8 @@ def demo(server_url: str | None, count: int, *, progress: bool | None = None,
         raise ValueError(f"count must be at least {MIN_COUNT}, got {count}")
     embedded = None
     if server_url is None:
+        from ..server import NatsServer  # late: only a demo without -s starts a server
+
         embedded = NatsServer().start()
         server_url = embedded.url
         print(f"started an embedded nats-server at {server_url}")

@@ -15,16 +15,17 @@ from ._session import Session
 
 __all__ = ["describe", "register", "run_events"]
 
-#: The title each event class prints under (the JetStream model's wording where it has one).
+#: The title each event class (by name: the classes load with the first event) prints under (the
+#: JetStream model's wording where it has one).
 TITLES = {
-    jss.ConsumerAckMetric: "Acknowledgement Sample",
-    jss.MaxDeliveriesExceeded: "Delivery Exceeded",
-    jss.MessageTerminated: "Message Terminated",
-    jss.MessageNaked: "Message NAKed",
-    jss.ConsumerAction: "Consumer Action",
-    jss.StreamAction: "Stream Action",
-    jss.LeaderElected: "Leader Elected",
-    jss.ApiAudit: "API Access",
+    "ConsumerAckMetric": "Acknowledgement Sample",
+    "MaxDeliveriesExceeded": "Delivery Exceeded",
+    "MessageTerminated": "Message Terminated",
+    "MessageNaked": "Message NAKed",
+    "ConsumerAction": "Consumer Action",
+    "StreamAction": "Stream Action",
+    "LeaderElected": "Leader Elected",
+    "ApiAudit": "API Access",
 }
 
 
@@ -41,7 +42,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def describe(event: jss.Event) -> list[str]:
     """An event as readable lines: a title line, then ``Key: value`` lines."""
-    title = TITLES.get(type(event), event.type or "Unknown event")
+    title = TITLES.get(type(event).__name__, event.type or "Unknown event")
     lines = [f"[{fmt_time(event.timestamp)}] [{event.id or '-'}] {title}"]
     stream, consumer = getattr(event, "stream", None), getattr(event, "consumer", None)
     if consumer:

@@ -28,7 +28,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Publish DATA to SUBJECT and wait for the stream's acknowledgement. In DATA, --msg-id and "
                     "header values, {count} is replaced by the message number (1..N), so --count 100 "
                     "--msg-id 'order-{count}' gives 100 distinct ids.")
-    p.add_argument("subject", metavar="SUBJECT")
+    p.add_argument("subject", metavar="SUBJECT", help="the subject to publish to (a stream must capture it)")
     p.add_argument("data", metavar="DATA", nargs="?", default=None, help="payload (default: empty)")
     p.add_argument("--stdin", action="store_true", help="read the payload from stdin instead of DATA")
     p.add_argument("--count", type=int_at_least(1), default=1, metavar="N", help="messages to publish (default 1)")

@@ -20,7 +20,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("request", aliases=["req"], parents=[common], help="send a core request, print the reply",
                        description="Send DATA to SUBJECT as a core NATS request and print the one reply (on a "
                                    "subject a stream captures: its publish acknowledgement). Waits --timeout.")
-    p.add_argument("subject", metavar="SUBJECT", type=subject)
+    p.add_argument("subject", metavar="SUBJECT", type=subject, help="the subject to send the request to")
     p.add_argument("data", metavar="DATA", nargs="?", default="", help="the payload (default empty)")
     p.add_argument("-H", "--header", type=header, action="append", default=[], metavar="KEY:VALUE",
                    help="a header; repeat for more")

@@ -1,6 +1,7 @@
 # ``jetstream-sync server``: run an embedded nats-server (jetstream_sync.server.NatsServer) in
 # the foreground. The first stdout line is its URL (flushed at once, so a script can read it);
 # SIGINT or SIGTERM stops the server and exits 0. If nats-server dies on its own: exit 1.
+# jetstream_sync.server is imported when the command runs (start-up time of the other commands).
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..server import NatsServer, NatsServerNotFoundError
 from ._args import UsageError, file_path, int_at_least, opt
 from ._errors import CommandError
 from ._output import Output
@@ -53,6 +53,8 @@ def cmd_server(args: argparse.Namespace, session: Session, out: Output) -> int:
     """
     if opt(args, "server") is not None:
         raise UsageError("server: -s/--server is for connecting; use --port/--host for the embedded server")
+    from ..server import NatsServer, NatsServerNotFoundError  # late: see the charter
+
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

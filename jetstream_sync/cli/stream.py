@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
-
-import attrs
 
 import jetstream_sync as jss
 
@@ -16,6 +15,7 @@ from ._args import (
     config_flag,
     age,
     duration,
+    evolve,
     file_path,
     int_at_least,
     key_value,
@@ -38,7 +38,7 @@ from ._output import (
     print_message,
 )
 from ._errors import CommandError, NotFound
-from ._prompt import ask, can_ask, choice, confirm_or_force, force_flag, nonempty
+from ._prompt import ask, can_ask, checked, choice, confirm_or_force, force_flag, nonempty
 from ._session import Session
 
 __all__ = ["register"]
@@ -66,29 +66,32 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.set_defaults(handler=cmd_ls)
 
     info = cmds.add_parser("info", parents=[common], help="show a stream's config and state")
-    info.add_argument("stream", metavar="NAME")
+    info.add_argument("stream", metavar="NAME", help="the stream to show")
     info.set_defaults(handler=cmd_info)
 
     edit = cmds.add_parser("edit", parents=[common], help="change a stream's config",
-                           description="Change only the fields given; everything else is kept as the server has it.")
-    edit.add_argument("stream", metavar="NAME")
+                           description="Change only the fields given; everything else is kept as the server has it. "
+                                       "On a terminal, shows the changes (old -> new) and asks first; -f changes "
+                                       "without asking (and is needed without a terminal).")
+    edit.add_argument("stream", metavar="NAME", help="the stream to change")
     edit.add_argument("--config", metavar="FILE", type=file_path,
                       help="JSON with the fields to change (server spelling); flags override it")
     _config_flags(edit)
+    force_flag(edit)
     edit.set_defaults(handler=cmd_edit)
 
     cp = cmds.add_parser("cp", parents=[common], help="copy a stream's config to a new stream",
                          description="Create DEST with SOURCE's config (not its messages); flags override fields. "
                                      "Give --subjects unless the copy should share no subjects with the source.")
-    cp.add_argument("source", metavar="SOURCE")
-    cp.add_argument("stream", metavar="DEST")
+    cp.add_argument("source", metavar="SOURCE", help="the stream whose config to copy")
+    cp.add_argument("stream", metavar="DEST", help="the name of the new stream")
     _config_flags(cp)
     cp.set_defaults(handler=cmd_cp)
 
     purge = cmds.add_parser("purge", parents=[common], help="remove messages",
                             description="Remove every message, or those on --subject, below --seq, "
                                         "or all but the last --keep.")
-    purge.add_argument("stream", metavar="NAME")
+    purge.add_argument("stream", metavar="NAME", help="the stream to purge")
     purge.add_argument("--subject", help="only messages on this subject (wildcards allowed)")
     which = purge.add_mutually_exclusive_group()
     which.add_argument("--seq", type=int_at_least(1), help="remove messages below this sequence")
@@ -97,28 +100,29 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     purge.set_defaults(handler=cmd_purge)
 
     rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
-    rmm.add_argument("stream", metavar="NAME")
-    rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1))
+    rmm.add_argument("stream", metavar="NAME", help="the stream holding the message")
+    rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1), help="the message's stream sequence")
     rmm.add_argument("--erase", action="store_true", help="overwrite it on disk too")
     force_flag(rmm)
     rmm.set_defaults(handler=cmd_rmm)
 
     get = cmds.add_parser("get", parents=[common], help="read one message",
                           description="Read the message at SEQ, or the last one on --last-for SUBJECT.")
-    get.add_argument("stream", metavar="NAME")
-    get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1))
+    get.add_argument("stream", metavar="NAME", help="the stream holding the message")
+    get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1),
+                     help="the message's stream sequence (or give --last-for)")
     get.add_argument("--last-for", metavar="SUBJECT", help="the last message on this subject")
     get.set_defaults(handler=cmd_get)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a stream",
                          description="Delete the stream, its messages and its consumers. Asks first on a "
                                      "terminal; -f deletes without asking (and is needed without a terminal).")
-    rm.add_argument("stream", metavar="NAME")
+    rm.add_argument("stream", metavar="NAME", help="the stream to delete")
     force_flag(rm)
 
     # The JetStream model's `str template add`: gone from nats-server; say so rather than "invalid choice".
     template = cmds.add_parser("template", parents=[common])
-    template.add_argument("rest", nargs=argparse.REMAINDER)
+    template.add_argument("rest", nargs=argparse.REMAINDER, help="ignored: templates are gone")
     template.set_defaults(handler=cmd_template)
     rm.set_defaults(handler=cmd_rm)
 
@@ -203,7 +207,8 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
     if not name:
         if not can_ask():
             raise UsageError("stream add: the stream NAME is required (as an argument or in --config)")
-        name = ask("Stream name", parse=nonempty)
+        name = ask("Stream name", parse=checked(nonempty, lambda n: jss.StreamConfig(name=n)))
+    jss.StreamConfig(name=name)  # a bad NAME is refused before any question (ValueError: exit 2)
     if not any(fields.get(k) or doc.get(k) for k in ("subjects", "mirror", "sources")):
         if not can_ask():
             raise UsageError("stream add: --subjects is required (or --mirror, --source, --config); "
@@ -217,7 +222,7 @@ def cmd_add(args: argparse.Namespace, session: Session, out: Output) -> int:
         for key in ("mirror", "placement", "republish"):
             if isinstance(fields.get(key), dict):
                 fields[key] = merge_nested(getattr(base, key), fields[key])
-        cfg = attrs.evolve(base, **fields)
+        cfg = evolve(base, **fields)
     else:
         cfg = jss.StreamConfig(name=name, **fields)
     stream = session.js().create_stream(cfg)
@@ -244,16 +249,40 @@ _QUESTIONS: list[tuple[str, str, str, Any]] = [
 
 
 def _ask_missing(name: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """The walkthrough's questions for the settings ``fields`` lacks (blocks on the terminal)."""
+    """The walkthrough's questions for the settings ``fields`` lacks (blocks on the terminal); each
+    answer is checked as the config checks it, and asked again with the reason when it is wrong."""
     asked = dict(fields)
     for field, question, default, parse in _QUESTIONS:
         if field not in asked:
-            asked[field] = ask(question, default or (name if field == "subjects" else ""), parse)
+            check = (lambda f: lambda value: jss.StreamConfig(name=name, **{f: value}))(field)
+            asked[field] = ask(question, default or (name if field == "subjects" else ""), checked(parse, check))
     return asked
 
 
+#: Fields shown as durations in an edit's changes (the others as the server's JSON spells them).
+_DURATION_FIELDS = {"max_age", "duplicate_window", "subject_delete_marker_ttl"}
+
+
+def _changes(current: jss.StreamConfig, new: jss.StreamConfig) -> list[str]:
+    """One ``  field: old -> new`` line per field ``new`` changes, with the server's field names."""
+    before, after = current.to_dict(), new.to_dict()
+
+    def shown(config: jss.StreamConfig, doc: dict[str, Any], key: str) -> str:
+        if key not in doc:
+            return "(unset)"
+        if key in _DURATION_FIELDS:
+            return fmt_duration(getattr(config, key), zero="unlimited")
+        return json.dumps(doc[key], ensure_ascii=False)
+
+    return [f"  {key}: {shown(current, before, key)} -> {shown(new, after, key)}"
+            for key in sorted(before.keys() | after.keys()) if before.get(key) != after.get(key)]
+
+
 def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``stream edit NAME [flags]``: change only the given fields; prints the new info."""
+    """``stream edit NAME [flags] [-f]``: change only the given fields; prints the new info.
+
+    On a terminal, the changes are shown and confirmed first (nothing to change: no question); ``-f``
+    skips that, and without a terminal ``-f`` is required (UsageError before anything is sent)."""
     fields = _given(args)
     if args.config:
         file_fields = read_json_config(args.config)
@@ -262,6 +291,8 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
         file_fields = {}
     if not fields and not file_fields:
         raise UsageError("stream edit: nothing to change: give at least one config flag or --config")
+    if not args.force and not can_ask():
+        confirm_or_force(args, "stream edit", f"edit stream {args.stream}")  # raises, naming -f
     js = session.js()
     current = _stream(js, args.stream).cached_info.config
     if file_fields:
@@ -274,7 +305,12 @@ def cmd_edit(args: argparse.Namespace, session: Session, out: Output) -> int:
     for key in ("mirror", "placement", "republish"):
         if isinstance(fields.get(key), dict):
             fields[key] = merge_nested(getattr(merged, key), fields[key])
-    cfg = attrs.evolve(merged, **fields)
+    cfg = evolve(merged, **fields)
+    changes = _changes(current, cfg)
+    if changes and not confirm_or_force(args, "stream edit", f"edit stream {args.stream}",
+                                        [f"Changes to stream {args.stream}:", *changes]):
+        out.line(f"stream {args.stream} not edited")
+        return 0
     try:
         stream = js.update_stream(cfg)
     except jss.StreamNotFoundError:
@@ -293,8 +329,8 @@ def cmd_cp(args: argparse.Namespace, session: Session, out: Output) -> int:
             fields[key] = merge_nested(getattr(source, key), fields[key])
     # The server's own metadata (_nats.*) describes the source, not the copy.
     metadata = {k: v for k, v in (source.metadata or {}).items() if not k.startswith("_nats.")}
-    cfg = attrs.evolve(source, name=args.stream, metadata=metadata or None, sealed=None)
-    cfg = attrs.evolve(cfg, **fields)
+    cfg = evolve(source, name=args.stream, metadata=metadata or None, sealed=None)
+    cfg = evolve(cfg, **fields)
     stream = js.create_stream(cfg)
     _print_created(out, "created", stream)
     return 0

@@ -22,7 +22,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Subscribe to SUBJECT (core NATS; wildcards allowed) and print each message "
                                    "as it arrives: [#n] Received on [subject]: 'data'. Runs until --count "
                                    "messages or Ctrl-C.")
-    p.add_argument("subject", metavar="SUBJECT", type=subject)
+    p.add_argument("subject", metavar="SUBJECT", type=subject, help="the subject to subscribe to (wildcards allowed)")
     p.add_argument("--queue", metavar="GROUP", help="join this queue group (each message goes to one member)")
     p.add_argument("--count", type=int_at_least(1), default=None, metavar="N", help="stop after N messages")
     p.add_argument("-t", "--timestamp", action="store_true", help="begin each line with the local time it arrived")
