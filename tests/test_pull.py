@@ -216,6 +216,24 @@ def test_fetch_client_deadline_is_always_longer_than_expires():
         assert fetch_options(max_messages=1, expires=expires).client_deadline > expires
 
 
+@pytest.mark.parametrize("timeout", [0.05, 1.0, 4.0, 29.0])
+def test_a_fetch_timeout_cuts_the_server_side_expiry_to_end_before_it(timeout):
+    opts = fetch_options(max_messages=10, expires=30.0, timeout=timeout)
+    assert opts.expires < timeout and opts.expires >= timeout / 2
+    assert opts.client_deadline <= timeout
+    assert opts.request()["expires"] == int(opts.expires * 1e9)
+
+
+def test_a_fetch_timeout_longer_than_expires_changes_nothing():
+    assert fetch_options(max_messages=1, expires=2.0, timeout=60.0).expires == 2.0
+
+
+def test_a_fetch_timeout_drops_a_heartbeat_that_no_longer_fits_and_keeps_one_that_does():
+    assert fetch_options(max_messages=1, expires=30.0, idle_heartbeat=5.0, timeout=4.0).idle_heartbeat is None
+    assert fetch_options(max_messages=1, expires=30.0, idle_heartbeat=1.0, timeout=4.0).idle_heartbeat == 1.0
+    assert fetch_options(max_messages=1, expires=30.0, timeout=4.0).idle_heartbeat is None  # no default below 10 s
+
+
 def test_fetch_no_wait_sends_no_wait_instead_of_an_expiry_and_no_heartbeat():
     opts = fetch_options(max_messages=5, expires=60.0, no_wait=True)
     assert opts.request() == {"batch": 5, "no_wait": True}
