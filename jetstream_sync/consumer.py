@@ -108,7 +108,8 @@ class Consumer(ConsumerHandle):
         locally; a new pull tops the buffer up when it falls to the threshold
         (default half). Heartbeats are always on. Blocks only to subscribe
         and send the first pull. Raises ValueError/TypeError for bad options
-        (nothing sent).
+        (nothing sent). A consumer (or stream) deleted under it ends it with
+        ``ConsumerDeletedError`` naming both, after the buffered messages.
         """
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         return MessageStream(self, opts, engine=ContinuousPull)
@@ -123,7 +124,8 @@ class Consumer(ConsumerHandle):
         or ``max_bytes``); a slow handler slows the pulling. ``workers=1``
         keeps stream order. ``error_handler(exc)`` receives handler
         exceptions (the message is NAKed unless acked), warnings and the
-        terminal error, on a worker thread. Blocks only to start.
+        terminal error (``ConsumerDeletedError`` naming the consumer and stream
+        when either is deleted), on a worker thread. Blocks only to start.
         """
         check_handlers(handler, error_handler, workers)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
