@@ -256,7 +256,7 @@ class Publisher:
                 fut._fail(errors.JetStreamError(f"unexpected reply to a publish to {subject!r} {data[:200]!r}: {exc}"))
                 return
             if err:
-                fut._fail(errors.api_error_from(err, subject=subject, operation=f"publish to {subject!r}"))
+                fut._fail(errors.api_error_from(err, subject=subject))
                 return
         fut._finish_raw(data)
 

@@ -102,7 +102,8 @@ class APIError(JetStreamError):
     What the request was about, where known: ``stream`` and ``consumer`` (the
     names in the request), ``subject`` (a publish's subject) and ``operation``
     (the request in words, ``create consumer 'C' on stream 'ORDERS'``); None
-    where unknown. The message names them: ``stream 'ORDERS' not found``.
+    where unknown. The message names them: ``stream 'ORDERS' not found``,
+    ``wrong last sequence: 2 (subject 'ORDERS.new', code=400, err_code=10071)``.
     """
 
     #: err_codes that select this class (filled for subclasses).
@@ -123,7 +124,8 @@ class APIError(JetStreamError):
             what = description or "JetStream API error"
             if operation:
                 what = f"{operation}: {what}"
-        super().__init__(f"{what} (code={code}, err_code={err_code})")
+        about = f"subject {subject!r}, " if subject else ""
+        super().__init__(f"{what} ({about}code={code}, err_code={err_code})")
 
     def _what(self) -> str | None:
         """The message of a subclass that says it better than the description (None: the description)."""
