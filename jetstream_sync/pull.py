@@ -107,7 +107,7 @@ _END = object()
 #: How long a pull waits for the consumer info that tells a consumer (or stream) that is gone from a
 #: passing 503 (a leader election); past it, the pull ends with what the server said.
 CHECK_TIMEOUT = 2.0
-#: What a pull that found its consumer gone asks the server about it.
+#: The statuses after which a pull asks the server whether its consumer is gone.
 _LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
 
 
@@ -132,9 +132,12 @@ def _verdict(consumer: "Consumer", err: BaseException, failure: BaseException | 
 
 
 async def lost_consumer(consumer: "Consumer", err: BaseException) -> BaseException:
-    """(loop thread) After a 409 Consumer Deleted or a 503 on a pull, ask the server once (a consumer info
-    request, at most :data:`CHECK_TIMEOUT`) whether the consumer and its stream still exist; return the
-    error the pull ends with (:func:`_verdict`). Never raises."""
+    """(loop thread) After a 409 Consumer Deleted, a 503 or a missed heartbeat on a pull, ask the server
+    once (a consumer info request, at most :data:`CHECK_TIMEOUT`) whether the consumer and its stream
+    still exist; return the error the pull ends with (:func:`_verdict`). Not asked while disconnected.
+    Never raises."""
+    if not consumer._conn.is_connected:
+        return err
     try:
         await consumer.js._jsapi.request_async(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
     except Exception as exc:  # noqa: BLE001 - any failure to answer leaves err as it is
@@ -144,6 +147,8 @@ async def lost_consumer(consumer: "Consumer", err: BaseException) -> BaseExcepti
 
 def lost_consumer_sync(consumer: "Consumer", err: BaseException) -> BaseException:
     """:func:`lost_consumer` for a user thread (``next()``): blocks on the request."""
+    if not consumer._conn.is_connected:
+        return err
     try:
         consumer.js._jsapi.request(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
     except errors.JetStreamError as exc:
@@ -214,7 +219,8 @@ class _FetchPull:
             self.end(None)  # the server should have ended it; finishing is not an error
             return
         if self._heartbeat.missed(now):
-            self.end(errors.NoHeartbeatError(
+            # The server may drop a waiting pull without a word when the stream is deleted.
+            self._check(errors.NoHeartbeatError(
                 f"fetch from {self._consumer._label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
             return
         self._arm()
@@ -938,8 +944,9 @@ class NextInbox:
                     raise errors.ClientClosedError("the client was closed during next()") from None
                 if now > deadline:
                     raise errors.TimeoutError.after(what, opts.expires, "no message") from None
-                if heartbeat.missed(now):
-                    raise errors.NoHeartbeatError(f"{what}: no heartbeat for {heartbeat.limit:.3g}s") from None
+                if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
+                    raise lost_consumer_sync(self._consumer, errors.NoHeartbeatError(
+                        f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
                 continue
             if len(item) == 1:  # the server refused the pull or the inbox
                 self._ok = True

@@ -399,17 +399,17 @@ def _delete(js: jss.JetStream, stream: str, consumers: dict[str, jss.Consumer], 
             c.delete()
 
 
-def _check_gone(outcome: dict, t0: float, stream: str, what: str) -> dict[str, str]:
+def _check_gone(outcome: dict, t0: float, stream: str, what: str, within: dict[str, float]) -> dict[str, str]:
     """What is wrong with each reader's ending: it must be a ConsumerDeletedError naming the consumer and
-    the stream (and that the stream went, when it did), within 5 s."""
+    the stream (and that the stream went, when it did), within its time."""
     problems = {}
     for name in READERS:
         if name not in outcome:
-            problems[name] = "still reading after 5 s"
+            problems[name] = f"still reading after {within[name]} s"
             continue
         how, exc, when = outcome[name]
         said = f"{how} {exc!r} after {when - t0:.1f}s"
-        if not isinstance(exc, jss.ConsumerDeletedError) or when - t0 >= 5.0:
+        if not isinstance(exc, jss.ConsumerDeletedError) or when - t0 >= within[name]:
             problems[name] = said
         elif (exc.stream, exc.consumer) != (stream, name):
             problems[name] = f"names {exc.stream!r}/{exc.consumer!r}: {said}"
@@ -424,24 +424,28 @@ def _check_gone(outcome: dict, t0: float, stream: str, what: str) -> dict[str, s
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("what", ["stream", "consumer"])
 def test_deleting_under_waiting_pulls_ends_every_reader_with_an_error_naming_consumer_and_stream(js, name, what):
+    # The waiting pulls hear 409 Consumer Deleted at once, except now and then (a race in the server drops
+    # some when the stream goes): then the missed heartbeat (2 x 1 s here; next(): 2 x 5 s) makes them ask.
+    within = {"fetch": 6.0, "next": 15.0, "messages": 6.0, "consume": 6.0}
     js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
     consumers = {reader: js.create_consumer(name, durable_name=reader) for reader in READERS}
     blocked = Blocked()
     handle = None
     try:
-        blocked.start("fetch", lambda: list(consumers["fetch"].fetch(10, expires=30.0)))
+        blocked.start("fetch", lambda: list(consumers["fetch"].fetch(10, expires=30.0, idle_heartbeat=1.0)))
         blocked.start("next", lambda: consumers["next"].next(timeout=30.0))
-        stream = consumers["messages"].messages(expires=30.0)
+        stream = consumers["messages"].messages(expires=30.0, idle_heartbeat=1.0)
         blocked.start("messages", lambda: list(stream))
-        handle = consumers["consume"].consume(lambda m: m.ack(), expires=30.0, error_handler=lambda e: None)
+        handle = consumers["consume"].consume(lambda m: m.ack(), expires=30.0, idle_heartbeat=1.0,
+                                              error_handler=lambda e: None)
         blocked.start("consume", lambda: handle.wait(30.0) and (_ for _ in ()).throw(handle.error))
         for reader, c in consumers.items():
             wait_for(lambda: c.info().num_waiting >= 1, 10, what=f"the {reader} pull waiting on the server")
 
         t0 = time.monotonic()
         _delete(js, name, consumers, what)
-        blocked.join(5.0)
-        assert _check_gone(blocked.outcome, t0, name, what) == {}
+        blocked.join(max(within.values()))
+        assert _check_gone(blocked.outcome, t0, name, what, within) == {}
     finally:
         if handle is not None:
             handle.stop()
@@ -478,7 +482,7 @@ def test_deleting_between_pulls_ends_every_reader_at_its_next_pull_naming_consum
         release.set()
         blocked.start("consume", lambda: handle.wait(30.0) and (_ for _ in ()).throw(handle.error))
         blocked.join(5.0)
-        assert _check_gone(blocked.outcome, t0, name, what) == {}
+        assert _check_gone(blocked.outcome, t0, name, what, dict.fromkeys(READERS, 5.0)) == {}
         assert stream.error is blocked.outcome["messages"][1] and handle.stats.handled == 2
     finally:
         release.set()
