@@ -945,6 +945,7 @@ class NextInbox:
                 if now > deadline:
                     raise errors.TimeoutError.after(what, opts.expires, "no message") from None
                 if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
+                    self._current = None  # what still comes is NAKed while we ask
                     raise lost_consumer_sync(self._consumer, errors.NoHeartbeatError(
                         f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
                 continue
@@ -965,6 +966,7 @@ class NextInbox:
                     raise errors.TimeoutError.after(what, opts.expires, "no message")
                 assert err is not None
                 if isinstance(err, _LOST):  # is it gone? one consumer info request says
+                    self._current = None
                     raise lost_consumer_sync(consumer, err)
                 raise err
             self._ok = True
