@@ -819,4 +819,14 @@ def _normalize_servers(servers: Any) -> list[str]:
     if not out or not all(isinstance(s, str) and s for s in out):
         shown = _redact_urls(out) if all(isinstance(s, str) for s in out) else f"a list of {len(out)} items"
         raise ValueError(f"servers must name at least one server URL (non-empty strings), got {shown!r}")
+    for url in out:
+        scheme, sep, _ = url.partition("://")
+        if sep and scheme not in _SCHEMES:
+            # nats-py would take "http" for a host name and report a DNS failure.
+            raise ValueError(f"servers: {redact_url(url)!r} is not a NATS server URL (scheme {scheme!r}); a server "
+                             f"URL starts with nats://, tls://, ws:// or wss:// (or is host:port)")
     return out
+
+
+#: The URL schemes nats-py connects with.
+_SCHEMES = ("nats", "tls", "ws", "wss")

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def _not_enabled(subject: str) -> errors.JetStreamNotEnabledError:
     return errors.JetStreamNotEnabledError(
-        f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong")
+        f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong", subject)
 
 
 def _body(payload: Mapping[str, Any] | None) -> bytes:
@@ -56,7 +56,8 @@ class JsApi:
         """Send one JetStream API request and return the decoded response.
 
         Blocks for at most ``timeout`` per attempt. Raises the matching
-        ``APIError``, ``JetStreamNotEnabledError`` (no responders on the API),
+        ``APIError`` (naming the stream and consumer of ``subject``: :meth:`ApiPrefix.about`),
+        ``JetStreamNotEnabledError`` (no responders on the API),
         ``TimeoutError``, ``ClientClosedError``.
         """
         t = self.resolve_timeout(timeout)
@@ -71,7 +72,7 @@ class JsApi:
                 reply = client.call(client.request(subject, body, t), t)
             except (errors.NoRespondersError, errors.TimeoutError) as exc:
                 raise self._failed(exc, subject, t, attempt, idempotent) from exc
-            return decode(reply.data)
+            return decode(reply.data, self._prefix.about(subject))
 
         return self.retry.call(once) if idempotent else once()
 
@@ -91,7 +92,7 @@ class JsApi:
                 reply = await client.request(subject, body, t)
             except (errors.NoRespondersError, errors.TimeoutError) as exc:
                 raise self._failed(exc, subject, t, attempt, idempotent) from exc
-            return decode(reply.data)
+            return decode(reply.data, self._prefix.about(subject))
 
         return await (self.retry.call_async(once) if idempotent else once())
 

@@ -246,8 +246,10 @@ def status_of(raw_headers: bytes, data: bytes) -> tuple[str, Headers] | None:
     return None
 
 
-def classify_status(code: str, description: str) -> tuple[Status, BaseException | None]:
-    """Sort a status message (ADR-37 "Status handling"); return the kind and the error to report."""
+def classify_status(code: str, description: str, stream: str | None = None,
+                    consumer: str | None = None) -> tuple[Status, BaseException | None]:
+    """Sort a status message (ADR-37 "Status handling"); return the kind and the error to report,
+    naming the consumer and stream the pull was for when given."""
     desc = description.lower()
     if code == "100":
         if "flowcontrol" in desc.replace(" ", ""):
@@ -255,18 +257,23 @@ def classify_status(code: str, description: str) -> tuple[Status, BaseException 
         return Status.HEARTBEAT, None
     if code in ("404", "408"):
         return Status.END, None
+    who = f"consumer {consumer!r} of stream {stream!r}" if consumer and stream else "the consumer"
+    about = {"stream": stream, "consumer": consumer,
+             "operation": f"pull request to consumer {consumer!r} on stream {stream!r}" if consumer else None}
     if code == "409":
         if "consumer deleted" in desc:
-            return Status.TERMINAL, errors.ConsumerDeletedError("the consumer was deleted (409 Consumer Deleted)")
+            return Status.TERMINAL, errors.ConsumerDeletedError(f"{who} was deleted (409 Consumer Deleted)",
+                                                                stream, consumer)
         if "push based" in desc:
-            return Status.TERMINAL, errors.APIError(409, None, description or "Consumer is push based")
+            return Status.TERMINAL, errors.APIError(409, None, description or "Consumer is push based", **about)
         if "message size exceeds maxbytes" in desc or "batch completed" in desc:
             return Status.END, None
-        return Status.WARNING, errors.APIError(409, None, description)  # exceeded max ..., leadership change
+        # exceeded max ..., leadership change
+        return Status.WARNING, errors.APIError(409, None, description, **about)
     if code == "503":
-        return Status.TERMINAL, errors.NoRespondersError("no responders for the pull request (503)")
+        return Status.TERMINAL, errors.NoRespondersError(f"no responders for the pull request to {who} (503)")
     return Status.TERMINAL, errors.APIError(int(code) if code.isdigit() else None, None,
-                                            description or f"pull failed with status {code}")
+                                            description or f"pull failed with status {code}", **about)
 
 
 def spelled(error: BaseException, subject: str) -> BaseException:

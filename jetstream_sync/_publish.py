@@ -236,26 +236,27 @@ class Publisher:
             return  # timed out already, or a duplicate
         if self._blocked and len(pending) <= self._low_water:
             self._space.set()
-        fut = entry[0]
+        fut, subject = entry[0], entry[2]
         if raw_headers:
             hdrs = decode_headers(raw_headers)
             status = hdrs.get("Status") if hdrs else None
             if status == "503":
                 fut._fail(errors.NoRespondersError(
-                    "no responders: no stream captures this subject (or JetStream is not enabled)"))
+                    f"no stream captures subject {subject!r}; create a stream with that subject or check the "
+                    f"name (no responders; or JetStream is not enabled)", subject))
                 return
             if status and not data:
-                fut._fail(errors.JetStreamError(f"publish failed with status {status} "
+                fut._fail(errors.JetStreamError(f"publish to {subject!r} failed with status {status} "
                                                 f"{hdrs.get('Description', '')}".strip()))
                 return
         if b'"error"' in data or not data.startswith(b"{"):
             try:
                 err = json.loads(data).get("error")
             except Exception as exc:  # a malformed reply must still end the future
-                fut._fail(errors.JetStreamError(f"unexpected publish reply {data[:200]!r}: {exc}"))
+                fut._fail(errors.JetStreamError(f"unexpected reply to a publish to {subject!r} {data[:200]!r}: {exc}"))
                 return
             if err:
-                fut._fail(errors.api_error_from(err))
+                fut._fail(errors.api_error_from(err, subject=subject))
                 return
         fut._finish_raw(data)
 

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import api_error_from
 
@@ -106,7 +106,16 @@ class ApiPrefix:
         ``$JS.API.CONSUMER.CREATE.ORDERS.C`` gives ``create consumer 'C' on stream 'ORDERS'
         ($JS.API.CONSUMER.CREATE.ORDERS.C)``. No I/O.
         """
-        return f"{_describe(subject[len(self.prefix) + 1:].split('.'))} ({subject})"
+        return f"{_parse(self._tokens(subject))[0]} ({subject})"
+
+    def about(self, subject: str) -> dict[str, str | None]:
+        """What a request on ``subject`` is about, as ``APIError`` keywords: ``operation`` (in words),
+        ``stream`` and ``consumer`` (None where the subject names none). No I/O."""
+        words, stream, consumer = _parse(self._tokens(subject))
+        return {"operation": words, "stream": stream, "consumer": consumer}
+
+    def _tokens(self, subject: str) -> list[str]:
+        return subject[len(self.prefix) + 1:].split(".")
 
 
 _STREAM_OPS = {"CREATE": "create stream", "UPDATE": "update stream", "INFO": "stream info of",
@@ -116,27 +125,32 @@ _CONSUMER_OPS = {"CREATE": "create consumer", "INFO": "consumer info of", "DELET
                  "MSG.NEXT": "pull request to consumer"}
 
 
-def _describe(tokens: list[str]) -> str:
+def _parse(tokens: list[str]) -> tuple[str, str | None, str | None]:
+    """(the request in words, its stream, its consumer) from the tokens after the API prefix."""
     kind, rest = tokens[0], tokens[1:]
     if tokens == ["INFO"]:
-        return "account info"
+        return "account info", None, None
     if kind == "DIRECT" and rest[:1] == ["GET"] and len(rest) > 1:
-        return f"direct get from stream {rest[1]!r}"
+        return f"direct get from stream {rest[1]!r}", rest[1], None
     if kind in ("STREAM", "CONSUMER") and rest[:1] in (["LIST"], ["NAMES"]):
-        return "list streams" if kind == "STREAM" else f"list consumers of stream {(rest[1:] or ['?'])[0]!r}"
+        if kind == "STREAM":
+            return "list streams", None, None
+        stream = (rest[1:] or [None])[0]
+        return f"list consumers of stream {stream or '?'!r}", stream, None
     two = ".".join(rest[:2])
     op, args = (two, rest[2:]) if two in ("MSG.GET", "MSG.DELETE", "MSG.NEXT") else (rest[0] if rest else "", rest[1:])
     if kind == "STREAM" and op in _STREAM_OPS and args:
-        return f"{_STREAM_OPS[op]} {args[0]!r}"
+        return f"{_STREAM_OPS[op]} {args[0]!r}", args[0], None
     if kind == "CONSUMER" and op in _CONSUMER_OPS and args:
         if len(args) == 1:
-            return f"{_CONSUMER_OPS[op]} on stream {args[0]!r}"
-        return f"{_CONSUMER_OPS[op]} {args[1]!r} on stream {args[0]!r}"
-    return "JetStream API request"
+            return f"{_CONSUMER_OPS[op]} on stream {args[0]!r}", args[0], None
+        return f"{_CONSUMER_OPS[op]} {args[1]!r} on stream {args[0]!r}", args[0], args[1]
+    return "JetStream API request", None, None
 
 
-def decode(data: bytes) -> dict[str, Any]:
-    """Decode a JetStream API response; raise the matching ``APIError`` for an error envelope."""
+def decode(data: bytes, about: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Decode a JetStream API response; raise the matching ``APIError`` for an error envelope, naming
+    what ``about`` says the request was about (:meth:`ApiPrefix.about`)."""
     try:
         resp = json.loads(data)
     except ValueError as exc:
@@ -145,5 +159,5 @@ def decode(data: bytes) -> dict[str, Any]:
         raise ValueError(f"the server sent an unexpected response: {data[:200]!r}")
     err = resp.get("error")
     if err:
-        raise api_error_from(err)
+        raise api_error_from(err, **(about or {}))
     return resp

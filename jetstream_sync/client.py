@@ -113,7 +113,7 @@ class Client:
 
         Raises:
             TimeoutError: no reply in time.
-            NoRespondersError: nobody is subscribed to ``subject``.
+            NoRespondersError: nobody is subscribed to ``subject`` (its ``subject`` names it).
             ClientClosedError: the client is closed.
         """
         conn = self._conn
@@ -128,6 +128,9 @@ class Client:
             reply = conn.call(conn.request(subject, payload, t, single_valued(headers) if headers else None), t)
         except errors.TimeoutError as exc:
             raise errors.TimeoutError.after(f"request to {subject!r}", t, "no reply") from exc
+        except errors.NoRespondersError as exc:
+            raise errors.NoRespondersError(f"no responders on {subject!r}: nothing is subscribed to it",
+                                           subject) from exc
         return Msg(conn, reply.subject, reply.reply, reply.data, b"", Headers(reply.headers) if reply.headers else None)
 
     def flush(self, timeout: Timeout = DEFAULT) -> None:

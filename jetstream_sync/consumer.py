@@ -42,15 +42,19 @@ class Consumer(ConsumerHandle):
         error. Messages arrive on the loop thread and are handed over through a
         queue; iteration runs on the caller's thread.
 
-        Never blocks: the pull request goes out with the loop's next turn
-        (``timeout`` is accepted for symmetry with the other calls).
+        ``timeout`` (seconds) bounds the whole batch: the pull's server-side
+        expiry is cut to end just before it, so iteration ends within about
+        ``timeout`` with what arrived. Without it the batch waits ``expires``.
+
+        Never blocks: the pull request goes out with the loop's next turn.
         Raises ValueError/TypeError for bad options (nothing sent); terminal
-        errors (``ConsumerDeletedError``, ``APIError``, ``ClientClosedError``)
-        are raised by iteration after the messages before them.
+        errors (``ConsumerDeletedError`` naming the consumer and stream when
+        either is gone, ``APIError``, ``ClientClosedError``) are raised by
+        iteration after the messages before them.
         """
-        opts = fetch_options(max_messages, max_bytes, expires, idle_heartbeat)
         t = None if timeout is None else self._conn.timeout_or_default(timeout)
-        return start_fetch(self, opts, t)
+        opts = fetch_options(max_messages, max_bytes, expires, idle_heartbeat, timeout=t)
+        return start_fetch(self, opts)
 
     def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> MessageBatch:
         """Like :meth:`fetch`, but only what is available right now; ends at once when nothing is."""
@@ -63,7 +67,8 @@ class Consumer(ConsumerHandle):
         The pull request is sent at once (no wait for the loop thread) on a
         long-lived inbox of this handle; the message is built on the calling
         thread. Raises ``jetstream_sync.TimeoutError`` when none arrives,
-        ``ConsumerDeletedError`` when the consumer goes away while waiting,
+        ``ConsumerDeletedError`` (naming the consumer and stream) when the
+        consumer or its stream is gone or goes away while waiting,
         ``ClientClosedError``; Ctrl-C withdraws the pull.
         """
         if timeout is None:
@@ -103,7 +108,8 @@ class Consumer(ConsumerHandle):
         locally; a new pull tops the buffer up when it falls to the threshold
         (default half). Heartbeats are always on. Blocks only to subscribe
         and send the first pull. Raises ValueError/TypeError for bad options
-        (nothing sent).
+        (nothing sent). A consumer (or stream) deleted under it ends it with
+        ``ConsumerDeletedError`` naming both, after the buffered messages.
         """
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         return MessageStream(self, opts, engine=ContinuousPull)
@@ -124,8 +130,9 @@ class Consumer(ConsumerHandle):
         by delivery count, else 1, 2, 5, 10, then 30 s; a number of seconds
         (0: at once), a sequence by delivery count, or ``f(msg) -> seconds``.
         ``error_handler(exc)`` receives handler exceptions on that worker, and
-        warnings and the terminal error, in order, on the handle's reporter
-        thread (even while every worker is busy). Without an ``error_handler``
+        warnings and the terminal error (``ConsumerDeletedError`` naming the
+        consumer and stream when either is deleted), in order, on the handle's
+        reporter thread (even while every worker is busy). Without an ``error_handler``
         a handler's exception is shown as an uncaught thread exception is
         (``threading.excepthook``), once per error and message. Blocks only to
         start. Raises ValueError/TypeError for bad arguments (nothing sent).

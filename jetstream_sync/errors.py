@@ -10,7 +10,7 @@
 The tree::
 
     JetStreamError                      base of everything below
-    ├── APIError(code, err_code, description)   the server said no
+    ├── APIError(code, err_code, description)   the server said no (.stream, .consumer name what)
     │   ├── StreamNotFoundError             10059
     │   ├── StreamNameInUseError            10058
     │   ├── ConsumerNotFoundError           10014, 10149
@@ -20,7 +20,7 @@ The tree::
     │   ├── StreamWrongStreamError          10060  (publish expected_stream failed)
     │   ├── StreamWrongLastSequenceError    10071  (expected_last_seq / _subject_seq failed)
     │   └── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
-    ├── ConsumerDeletedError            409 Consumer Deleted while pulling (terminal)
+    ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
     ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
     ├── DuplicateSubscriptionError      the push consumer already has a subscriber and no deliver group
@@ -29,7 +29,7 @@ The tree::
     ├── MessageGapError                 the consumer sequence jumped (a warning)
     ├── NoHeartbeatError                2 x idle_heartbeat without a word (a warning)
     ├── TimeoutError                    also a builtins.TimeoutError
-    ├── NoRespondersError               nobody listens on the subject
+    ├── NoRespondersError               nobody listens on the subject (.subject names it)
     │   └── JetStreamNotEnabledError    ... and the subject was a JetStream API call
     ├── NotConnectedError               disconnected and the outbound buffer is full
     ├── NoServersError                  connect() reached no server (also a builtins.ConnectionError)
@@ -39,7 +39,9 @@ The tree::
     └── MessageAlreadyAckedError        a second ack/nak/term on one message
 
 ``APIError`` subclasses are chosen by the server's ``err_code``; an unknown
-code still becomes a plain ``APIError`` carrying the code. Each class has a
+code still becomes a plain ``APIError`` carrying the code. Errors about a
+stream, consumer, subject or server name it, in the message and as an
+attribute (``stream``, ``consumer``, ``subject``). Each class has a
 ``retriable`` flag: the retry policy (``_retry``) retries only idempotent
 requests, and only on errors whose ``retriable`` is true.
 """
@@ -96,16 +98,38 @@ class APIError(JetStreamError):
     server's stable JetStream error number (10059 for "stream not found"),
     ``description`` its text. Match on the subclass or on ``err_code``, never
     on the description.
+
+    What the request was about, where known: ``stream`` and ``consumer`` (the
+    names in the request), ``subject`` (a publish's subject) and ``operation``
+    (the request in words, ``create consumer 'C' on stream 'ORDERS'``); None
+    where unknown. The message names them: ``stream 'ORDERS' not found``,
+    ``wrong last sequence: 2 (subject 'ORDERS.new', code=400, err_code=10071)``.
     """
 
     #: err_codes that select this class (filled for subclasses).
     err_codes: ClassVar[tuple[int, ...]] = ()
 
-    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "") -> None:
+    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "", *,
+                 stream: str | None = None, consumer: str | None = None, subject: str | None = None,
+                 operation: str | None = None) -> None:
         self.code = code
         self.err_code = err_code
         self.description = description
-        super().__init__(f"{description or 'JetStream API error'} (code={code}, err_code={err_code})")
+        self.stream = stream
+        self.consumer = consumer
+        self.subject = subject
+        self.operation = operation
+        what = self._what()
+        if what is None:
+            what = description or "JetStream API error"
+            if operation:
+                what = f"{operation}: {what}"
+        about = f"subject {subject!r}, " if subject else ""
+        super().__init__(f"{what} ({about}code={code}, err_code={err_code})")
+
+    def _what(self) -> str | None:
+        """The message of a subclass that says it better than the description (None: the description)."""
+        return None
 
     #: 503 answers that are not temporary: 10077 "stream store failed" is what a
     #: full stream with ``discard="new"`` (max msgs/bytes/msgs per subject) says.
@@ -117,13 +141,22 @@ class APIError(JetStreamError):
         return self.code == 503 and self.err_code not in self.permanent_503
 
     def __reduce__(self):
-        return (type(self), (self.code, self.err_code, self.description))
+        return (_restore_api_error, (type(self), self.code, self.err_code, self.description, self.stream,
+                                     self.consumer, self.subject, self.operation))
+
+
+def _restore_api_error(cls: type, code: int | None, err_code: int | None, description: str, stream: str | None,
+                       consumer: str | None, subject: str | None, operation: str | None) -> APIError:
+    return cls(code, err_code, description, stream=stream, consumer=consumer, subject=subject, operation=operation)
 
 
 class StreamNotFoundError(APIError):
-    """The stream does not exist."""
+    """The stream does not exist: ``stream 'ORDERS' not found``; ``stream`` names it."""
 
     err_codes = (10059,)
+
+    def _what(self) -> str | None:
+        return f"stream {self.stream!r} not found" if self.stream else None
 
 
 class StreamNameInUseError(APIError):
@@ -133,9 +166,16 @@ class StreamNameInUseError(APIError):
 
 
 class ConsumerNotFoundError(APIError):
-    """The consumer does not exist (10014; 10149 when an update found none)."""
+    """The consumer does not exist (10014; 10149 when an update found none): ``consumer 'billing' of
+    stream 'ORDERS' not found``; ``consumer`` and ``stream`` name it."""
 
     err_codes = (10014, 10149)
+
+    def _what(self) -> str | None:
+        if not self.consumer:
+            return None
+        return f"consumer {self.consumer!r} of stream {self.stream!r} not found" if self.stream else \
+            f"consumer {self.consumer!r} not found"
 
 
 class ConsumerExistsError(APIError):
@@ -191,15 +231,26 @@ _REGISTRY: dict[int, type[APIError]] = {
 }
 
 
-def api_error_from(error: Mapping[str, Any]) -> APIError:
-    """Build the most specific ``APIError`` for a server ``{"code", "err_code", "description"}``."""
+def api_error_from(error: Mapping[str, Any], **about: str | None) -> APIError:
+    """Build the most specific ``APIError`` for a server ``{"code", "err_code", "description"}``;
+    ``about`` names what the request was about (``stream``, ``consumer``, ``subject``, ``operation``)."""
     err_code = error.get("err_code")
     cls = _REGISTRY.get(err_code, APIError) if isinstance(err_code, int) else APIError
-    return cls(error.get("code"), err_code, error.get("description") or "")
+    return cls(error.get("code"), err_code, error.get("description") or "", **about)
 
 
 class ConsumerDeletedError(JetStreamError):
-    """The consumer was deleted while a pull was waiting on it (409 Consumer Deleted). Terminal."""
+    """The consumer was deleted while it was being read (409 Consumer Deleted), or a pull found it gone
+    (with its stream, or on its own). Terminal. ``consumer`` and ``stream`` name it, and the message says
+    which went: ``consumer 'billing' of stream 'ORDERS' is gone: stream 'ORDERS' was deleted``."""
+
+    def __init__(self, message: str, stream: str | None = None, consumer: str | None = None) -> None:
+        super().__init__(message)
+        self.stream = stream
+        self.consumer = consumer
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.stream, self.consumer))
 
 
 class ConsumerTypeError(JetStreamError):
@@ -287,9 +338,17 @@ def _restore_timeout(cls: type, args: tuple, operation: str | None, timeout: flo
 
 
 class NoRespondersError(JetStreamError):
-    """Nobody is subscribed to the subject (for a publish: no stream captures it)."""
+    """Nobody is subscribed to the subject (for a publish: no stream captures it). ``subject`` names it
+    (None where unknown)."""
 
     retriable = True
+
+    def __init__(self, message: str = "", subject: str | None = None) -> None:
+        super().__init__(message)
+        self.subject = subject
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.subject))
 
 
 class JetStreamNotEnabledError(NoRespondersError):

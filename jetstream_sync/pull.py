@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 BYTES_BATCH = 1_000_000
 #: Extra time the client waits beyond the server-side ``expires``.
 CLIENT_MARGIN = 1.0
+#: A fetch with ``timeout=`` asks the server to end its pull this much earlier, so the end arrives in time.
+TIMEOUT_MARGIN = 0.1
 #: Status kinds that only show the consumer is alive (a flow-control request never comes to a pull).
 _IDLE = (Status.HEARTBEAT, Status.FLOW_CONTROL)
 
@@ -56,6 +58,8 @@ class FetchOptions:
     expires: float
     idle_heartbeat: float | None
     no_wait: bool = False
+    #: The caller's bound on the whole fetch (seconds), None for none.
+    timeout: float | None = None
 
     def request(self) -> dict[str, Any]:
         return pull_request(self.batch, max_bytes=self.max_bytes, expires=self.expires,
@@ -63,14 +67,18 @@ class FetchOptions:
 
     @property
     def client_deadline(self) -> float:
-        """Seconds the client waits: always longer than the server-side ``expires``."""
-        return self.expires + max(CLIENT_MARGIN, self.expires * 0.1)
+        """Seconds the client waits: longer than the server-side ``expires``, and never past ``timeout``."""
+        wait = self.expires + max(CLIENT_MARGIN, self.expires * 0.1)
+        return wait if self.timeout is None else min(wait, self.timeout)
 
 
 def fetch_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
-                  idle_heartbeat: Any = None, no_wait: bool = False) -> FetchOptions:
+                  idle_heartbeat: Any = None, no_wait: bool = False, timeout: float | None = None) -> FetchOptions:
     """Apply ADR-37's rules for fetch/next: exactly one of max_messages/max_bytes, positive expiry,
-    heartbeat at most half the expiry, on by default from 10 s expiries (5 s, as nats.go)."""
+    heartbeat at most half the expiry, on by default from 10 s expiries (5 s, as nats.go).
+
+    A ``timeout`` (seconds, checked by the caller) bounds the fetch: the server-side expiry is cut to
+    end :data:`TIMEOUT_MARGIN` before it, and a heartbeat that no longer fits half of it is dropped."""
     max_messages = check_count(max_messages, "max_messages")
     max_bytes = check_count(max_bytes, "max_bytes")
     if max_messages is not None and max_bytes is not None:
@@ -83,13 +91,69 @@ def fetch_options(max_messages: Any = None, max_bytes: Any = None, expires: Any 
     hb = check_seconds(idle_heartbeat, "idle_heartbeat")
     if hb is not None and hb > exp / 2:
         raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
+    if timeout is not None and not no_wait:
+        exp = min(exp, max(timeout - TIMEOUT_MARGIN, timeout / 2))
+        if hb is not None and hb > exp / 2:
+            hb = None
     if hb is None and exp >= 10 and not no_wait:
         hb = 5.0
     return FetchOptions(batch=max_messages if max_messages is not None else BYTES_BATCH, max_bytes=max_bytes,
-                        expires=exp, idle_heartbeat=None if no_wait else hb, no_wait=no_wait)
+                        expires=exp, idle_heartbeat=None if no_wait else hb, no_wait=no_wait,
+                        timeout=None if no_wait else timeout)
 
 
 _END = object()
+
+#: How long a pull waits for the consumer info that tells a consumer (or stream) that is gone from a
+#: passing 503 (a leader election); past it, the pull ends with what the server said.
+CHECK_TIMEOUT = 2.0
+#: The statuses after which a pull asks the server whether its consumer is gone.
+_LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
+
+
+def _check_subject(consumer: "Consumer") -> str:
+    return consumer.js._api.consumer_info(consumer.stream_name, consumer.name)
+
+
+def _verdict(consumer: "Consumer", err: BaseException, failure: BaseException | None) -> BaseException:
+    """The error a pull ends with, given ``err`` (a 409 Consumer Deleted or a 503) and what the consumer
+    info request raised (None: the consumer is there). A missing stream or consumer is a terminal
+    ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
+    if isinstance(failure, errors.StreamNotFoundError):
+        gone: BaseException = errors.ConsumerDeletedError(
+            f"{consumer._label} is gone: stream {consumer.stream_name!r} was deleted",
+            consumer.stream_name, consumer.name)
+    elif isinstance(failure, errors.ConsumerNotFoundError):
+        gone = errors.ConsumerDeletedError(f"{consumer._label} was deleted", consumer.stream_name, consumer.name)
+    else:
+        return err
+    gone.__cause__ = failure
+    return gone
+
+
+async def lost_consumer(consumer: "Consumer", err: BaseException) -> BaseException:
+    """(loop thread) After a 409 Consumer Deleted, a 503 or a missed heartbeat on a pull, ask the server
+    once (a consumer info request, at most :data:`CHECK_TIMEOUT`) whether the consumer and its stream
+    still exist; return the error the pull ends with (:func:`_verdict`). Not asked while disconnected.
+    Never raises."""
+    if not consumer._conn.is_connected:
+        return err
+    try:
+        await consumer.js._jsapi.request_async(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
+    except Exception as exc:  # noqa: BLE001 - any failure to answer leaves err as it is
+        return _verdict(consumer, err, exc)
+    return err
+
+
+def lost_consumer_sync(consumer: "Consumer", err: BaseException) -> BaseException:
+    """:func:`lost_consumer` for a user thread (``next()``): blocks on the request."""
+    if not consumer._conn.is_connected:
+        return err
+    try:
+        consumer.js._jsapi.request(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
+    except errors.JetStreamError as exc:
+        return _verdict(consumer, err, exc)
+    return err
 
 
 class _FetchPull:
@@ -107,6 +171,8 @@ class _FetchPull:
         self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
         self._watchdog: asyncio.TimerHandle | None = None
         self._deadline: float = 0.0
+        #: A consumer info request is on its way (the pull saw 409 Consumer Deleted or 503).
+        self.checking = False
 
     def start_soon(self) -> None:
         """Schedule ``start()`` on the loop without waiting for it (any thread). Never blocks."""
@@ -153,7 +219,8 @@ class _FetchPull:
             self.end(None)  # the server should have ended it; finishing is not an error
             return
         if self._heartbeat.missed(now):
-            self.end(errors.NoHeartbeatError(
+            # The server may drop a waiting pull without a word when the stream is deleted.
+            self._check(errors.NoHeartbeatError(
                 f"fetch from {self._consumer._label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
             return
         self._arm()
@@ -166,8 +233,12 @@ class _FetchPull:
         self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
-            kind, err = classify_status(status[0], status[1].get("Description", ""))
-            if kind not in _IDLE:
+            consumer = self._consumer
+            kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
+                                        consumer.name)
+            if isinstance(err, _LOST):
+                self._check(err)
+            elif kind not in _IDLE:
                 self.end(err if kind is not Status.END else None)
             return
         self.received += 1
@@ -177,6 +248,19 @@ class _FetchPull:
         opts = self._opts
         if self.received >= opts.batch or (opts.max_bytes is not None and self.received_bytes >= opts.max_bytes):
             self.end(None)
+
+    def _check(self, err: BaseException) -> None:
+        """The consumer looks gone: end with what one consumer info request says (loop thread)."""
+        if self.checking:
+            return
+        self.checking = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+        async def check() -> None:
+            self.end(await lost_consumer(self._consumer, err))
+
+        self._conn.loop_thread.spawn(check(), name="jetstream-sync-fetch-check")
 
     def end(self, err: BaseException | None) -> None:
         """Finish the pull (loop thread): unsubscribe, then tell the reader. Idempotent."""
@@ -272,7 +356,7 @@ class MessageBatch:
             except queue.Empty:
                 if lt.closed:
                     self._finish(errors.ClientClosedError("the client was closed during the fetch"))
-                if time.monotonic() > self._deadline:
+                if time.monotonic() > self._deadline and not self._pull.checking:
                     # The loop missed its own deadline: end the pull from here.
                     self.stop()
                     self._finish(None)
@@ -314,10 +398,10 @@ class MessageBatch:
         self.stop()
 
 
-def start_fetch(consumer: "Consumer", opts: FetchOptions, timeout: float | None = None) -> MessageBatch:
+def start_fetch(consumer: "Consumer", opts: FetchOptions) -> MessageBatch:
     """Send the pull request now (without waiting for the loop) and return the batch to iterate.
 
-    ``timeout`` is accepted for symmetry; nothing here waits on the network."""
+    Nothing here waits on the network; ``opts`` bound how long the batch waits."""
     pull = _FetchPull(consumer, opts)
     consumer._conn.loop_thread.check_usable()
     # No wait for the loop: the request goes out with the loop's next turn,
@@ -434,6 +518,8 @@ class ContinuousPull:
         self._retry_timer: asyncio.TimerHandle | None = None
         self.halted = threading.Event()  # set once no message can be delivered any more
         self.limit = opts.max_messages if opts.max_bytes is None else None
+        self._asked = False     # a consumer info was asked since the last sign of life (a 503 is asked about once)
+        self._checking = False  # ... and its answer is awaited: no pull goes out meanwhile
 
     # -- loop thread -------------------------------------------------------
 
@@ -483,7 +569,7 @@ class ContinuousPull:
 
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
-        if self._stopped or self._paused or self._retry_timer is not None or self._sub is None:
+        if self._stopped or self._paused or self._retry_timer is not None or self._sub is None or self._checking:
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
         opts = self._opts
         with self._lock:
@@ -577,11 +663,14 @@ class ContinuousPull:
             self._check()
 
     def _on_status(self, status: str, hdrs: Any) -> None:
-        kind, err = classify_status(status, hdrs.get("Description", ""))
+        consumer = self._consumer
+        kind, err = classify_status(status, hdrs.get("Description", ""), consumer.stream_name, consumer.name)
+        no_responders = isinstance(err, errors.NoRespondersError)
+        if not no_responders:
+            self._asked = False  # the server answered for the consumer: a later 503 is worth asking about
         if kind in _IDLE:
             return
-        if (isinstance(err, errors.NoRespondersError) and self._hook is not None
-                and self._hook.lost("no responders", err)):
+        if no_responders and self._hook is not None and self._hook.lost("no responders", err):
             return  # nobody serves this consumer's pulls: it is gone
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
@@ -605,13 +694,21 @@ class ContinuousPull:
                     return
             self._check()
             return
-        if kind is Status.TERMINAL and not isinstance(err, errors.NoRespondersError):
+        if isinstance(err, errors.ConsumerDeletedError) and self._hook is None:
+            self._ask(err, terminal=True)  # to say whether the stream went with it
+            return
+        if kind is Status.TERMINAL and not no_responders:
             self.halt(err)
             return
         # A refused request (409 Exceeded ..., 503 during an election): its
         # credit never arrives. Report, forget the credit, pull again shortly.
+        # The first 503 since the consumer last showed life asks whether it is
+        # gone (then the pull ends); the warning waits for the answer.
         assert err is not None
-        self._sink(Warning_(err))
+        if no_responders and not self._asked:
+            self._ask(err, terminal=False)
+        elif not self._checking:
+            self._sink(Warning_(err))
         with self._lock:
             self._pending_msgs = 0
             self._pending_bytes = 0
@@ -621,6 +718,26 @@ class ContinuousPull:
     def _retry_pull(self) -> None:
         self._retry_timer = None
         self._check()
+
+    def _ask(self, err: BaseException, terminal: bool) -> None:
+        """Ask the server once whether the consumer and its stream still exist (loop thread; the answer
+        comes back on it). Gone: halt with a ``ConsumerDeletedError`` naming them. There (or no
+        answer): halt with ``err`` when ``terminal``, else report it as a warning and pull on."""
+        self._asked = True
+        self._checking = True
+
+        async def ask() -> None:
+            verdict = await lost_consumer(self._consumer, err)
+            self._checking = False
+            if self._stopped:
+                return
+            if terminal or verdict is not err:
+                self.halt(verdict)
+                return
+            self._sink(Warning_(err))
+            self._check()  # the retry may have come due while asking
+
+        self._conn.loop_thread.spawn(ask(), name="jetstream-sync-pull-check")
 
     def halt(self, err: BaseException | None) -> None:
         """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
@@ -650,6 +767,7 @@ class ContinuousPull:
         # ADR-37 rev 2: reset the timer and pull again with full credit, without
         # asking whether the consumer still exists.
         self._paused = False
+        self._asked = False  # deleted while we were away? the next 503 asks
         self._heartbeat.seen()
         if self._hook is not None and self._hook.lost("reconnect", None):
             return
@@ -724,6 +842,7 @@ class NextInbox:
     """
 
     def __init__(self, consumer: "Consumer") -> None:
+        self._consumer = consumer
         self._conn = consumer._conn
         self._busy = threading.Lock()
         self._current: queue.SimpleQueue | None = None
@@ -825,8 +944,10 @@ class NextInbox:
                     raise errors.ClientClosedError("the client was closed during next()") from None
                 if now > deadline:
                     raise errors.TimeoutError.after(what, opts.expires, "no message") from None
-                if heartbeat.missed(now):
-                    raise errors.NoHeartbeatError(f"{what}: no heartbeat for {heartbeat.limit:.3g}s") from None
+                if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
+                    self._current = None  # what still comes is NAKed while we ask
+                    raise lost_consumer_sync(self._consumer, errors.NoHeartbeatError(
+                        f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
                 continue
             if len(item) == 1:  # the server refused the pull or the inbox
                 self._ok = True
@@ -835,13 +956,18 @@ class NextInbox:
             heartbeat.seen()
             status = status_of(raw, data) if raw and not data else None
             if status is not None:
-                kind, err = classify_status(status[0], status[1].get("Description", ""))
+                consumer = self._consumer
+                kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
+                                            consumer.name)
                 if kind in _IDLE:
                     continue
                 self._ok = True  # the server ended this request itself
                 if kind is Status.END:
                     raise errors.TimeoutError.after(what, opts.expires, "no message")
                 assert err is not None
+                if isinstance(err, _LOST):  # is it gone? one consumer info request says
+                    self._current = None
+                    raise lost_consumer_sync(consumer, err)
                 raise err
             self._ok = True
             return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

@@ -104,10 +104,11 @@ class Stream:
         status = hdrs.get("Status")
         if status:
             desc = hdrs.get("Description", "")
+            about = {"stream": self.name, "operation": f"direct get from stream {self.name!r}"}
             if status == "404":
-                raise errors.MessageNotFoundError(404, 10037, desc or "no message found")
+                raise errors.MessageNotFoundError(404, 10037, desc or "no message found", **about)
             raise errors.APIError(int(status) if status.isdigit() else None, None,
-                                  desc or f"direct get failed with status {status}")
+                                  desc or f"direct get failed with status {status}", **about)
         user = Headers({k: v for k, v in hdrs.multi().items() if k not in _DIRECT_HEADERS})
         return StoredMsg(
             seq=int(hdrs["Nats-Sequence"]),
@@ -134,7 +135,8 @@ class Stream:
             self._js._jsapi.request(self._js._api.msg_delete(self.name), payload, timeout, idempotent=False)
         except errors.APIError as exc:
             if exc.err_code == _DELETE_FAILED and "no message found" in (exc.description or ""):
-                raise errors.MessageNotFoundError(exc.code, exc.err_code, exc.description) from exc
+                raise errors.MessageNotFoundError(exc.code, exc.err_code, exc.description, stream=exc.stream,
+                                                  operation=exc.operation) from exc
             raise
 
     # -- consumers on this stream ------------------------------------------------

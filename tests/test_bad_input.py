@@ -407,6 +407,11 @@ CONNECT_CASES = {
     "servers empty list": (lambda url, tmp: jss.connect([]), V, "servers"),
     "servers empty string": (lambda url, tmp: jss.connect(""), V, "servers"),
     "servers list with a non-str": (lambda url, tmp: jss.connect([url, 5]), (T, V), "servers"),
+    # nats-py would take "http" for a host name and report a DNS failure.
+    "servers with an http:// URL": (lambda url, tmp: jss.connect(url.replace("nats://", "http://")), V,
+                                    r"servers: 'http://.*nats://, tls://, ws:// or wss://"),
+    "servers list with an https:// URL": (lambda url, tmp: jss.connect([url, "https://u:secret@example.com"]), V,
+                                          r"servers: 'https://u:\*\*\*@example.com'"),
     "timeout zero": (lambda url, tmp: jss.connect(url, timeout=0), V, "timeout"),
     "timeout negative": (lambda url, tmp: jss.connect(url, timeout=-1), V, "timeout"),
     "timeout str": (lambda url, tmp: jss.connect(url, timeout="5"), T, "timeout"),

@@ -130,6 +130,16 @@ def test_fetch_on_an_empty_consumer_returns_an_empty_batch_when_it_expires(consu
     assert batch.error is None
 
 
+@pytest.mark.timeout(30)
+def test_fetch_with_a_timeout_returns_within_it_not_at_the_default_expiry(js, consumer):
+    start = time.monotonic()
+    batch = consumer.fetch(10, timeout=1)
+    assert list(batch) == [] and batch.error is None   # an empty batch, as when expires passes
+    assert time.monotonic() - start < 10.0             # not the 30 s default expiry
+    publish(js, 2)
+    assert [m.data for m in consumer.fetch(10, timeout=1)] == [b"m0", b"m1"]
+
+
 @pytest.mark.timeout(20)
 def test_fetch_returns_what_arrived_before_expiry(js, consumer):
     publish(js, 3)

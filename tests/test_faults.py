@@ -1,7 +1,8 @@
 # Charter: reliability under faults, against real nats-server processes (issue 5, items 1 and 3).
 # consume() across SIGTERM/SIGKILL restarts with a deduplicating, retrying publisher (nothing lost,
 # nothing stored twice); closing the client and exhausted reconnects end every blocked call promptly;
-# a paused (SIGSTOP) server; handlers that raise, sleep or call back into the client.
+# a paused (SIGSTOP) server; handlers that raise, sleep or call back into the client; a stream or
+# consumer deleted under every reader ends it with an error naming both.
 from __future__ import annotations
 
 import collections
@@ -383,3 +384,109 @@ def test_handlers_that_raise_sleep_or_call_back_into_the_client_do_not_wedge_the
     if behaviour in (_publishes, _all_of_them):
         echoed = {"_publishes": total, "_all_of_them": total // 5}[behaviour.__name__]
         assert echo.info().state.messages == echoed
+
+
+# --- 5. the stream or the consumer deleted under a reader ---------------------------------------------
+
+READERS = ("fetch", "next", "messages", "consume")
+
+
+def _delete(js: jss.JetStream, stream: str, consumers: dict[str, jss.Consumer], what: str) -> None:
+    if what == "stream":
+        js.delete_stream(stream)
+    else:
+        for c in consumers.values():
+            c.delete()
+
+
+def _check_gone(outcome: dict, t0: float, stream: str, what: str, within: dict[str, float]) -> dict[str, str]:
+    """What is wrong with each reader's ending: it must be a ConsumerDeletedError naming the consumer and
+    the stream (and that the stream went, when it did), within its time."""
+    problems = {}
+    for name in READERS:
+        if name not in outcome:
+            problems[name] = f"still reading after {within[name]} s"
+            continue
+        how, exc, when = outcome[name]
+        said = f"{how} {exc!r} after {when - t0:.1f}s"
+        if not isinstance(exc, jss.ConsumerDeletedError) or when - t0 >= within[name]:
+            problems[name] = said
+        elif (exc.stream, exc.consumer) != (stream, name):
+            problems[name] = f"names {exc.stream!r}/{exc.consumer!r}: {said}"
+        elif what == "stream" and f"consumer {name!r} of stream {stream!r} is gone: stream {stream!r} was " \
+                                  f"deleted" != str(exc):
+            problems[name] = said
+        elif what == "consumer" and str(exc) != f"consumer {name!r} of stream {stream!r} was deleted":
+            problems[name] = said
+    return problems
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("what", ["stream", "consumer"])
+def test_deleting_under_waiting_pulls_ends_every_reader_with_an_error_naming_consumer_and_stream(js, name, what):
+    # The waiting pulls hear 409 Consumer Deleted at once, except now and then (a race in the server drops
+    # some when the stream goes): then the missed heartbeat (2 x 1 s here; next(): 2 x 5 s) makes them ask.
+    within = {"fetch": 6.0, "next": 15.0, "messages": 6.0, "consume": 6.0}
+    js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    consumers = {reader: js.create_consumer(name, durable_name=reader) for reader in READERS}
+    blocked = Blocked()
+    handle = None
+    try:
+        blocked.start("fetch", lambda: list(consumers["fetch"].fetch(10, expires=30.0, idle_heartbeat=1.0)))
+        blocked.start("next", lambda: consumers["next"].next(timeout=30.0))
+        stream = consumers["messages"].messages(expires=30.0, idle_heartbeat=1.0)
+        blocked.start("messages", lambda: list(stream))
+        handle = consumers["consume"].consume(lambda m: m.ack(), expires=30.0, idle_heartbeat=1.0,
+                                              error_handler=lambda e: None)
+        blocked.start("consume", lambda: handle.wait(30.0) and (_ for _ in ()).throw(handle.error))
+        for reader, c in consumers.items():
+            wait_for(lambda: c.info().num_waiting >= 1, 10, what=f"the {reader} pull waiting on the server")
+
+        t0 = time.monotonic()
+        _delete(js, name, consumers, what)
+        blocked.join(max(within.values()))
+        assert _check_gone(blocked.outcome, t0, name, what, within) == {}
+    finally:
+        if handle is not None:
+            handle.stop()
+            handle.wait(5)
+        blocked.join(5.0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("what", ["stream", "consumer"])
+def test_deleting_between_pulls_ends_every_reader_at_its_next_pull_naming_consumer_and_stream(js, name, what):
+    # No pull waits on the server when it goes: the next pull hears 503 (no responders), and one
+    # consumer info request tells a consumer that is gone from a passing outage.
+    js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    consumers = {reader: js.create_consumer(name, durable_name=reader) for reader in READERS}
+    for i in range(3):
+        js.publish(f"{name}.x", f"m{i}".encode())
+    # messages() and consume() buffer 2 and pull again only when both are taken: none waits.
+    stream = consumers["messages"].messages(max_messages=2, threshold_messages=0, expires=30.0)
+    release = threading.Event()
+    handle = consumers["consume"].consume(lambda m: release.wait(30) and m.ack(), max_messages=2,
+                                          threshold_messages=0, expires=30.0, error_handler=lambda e: None)
+    blocked = Blocked()
+    try:
+        for reader in ("messages", "consume"):
+            c = consumers[reader]
+            wait_for(lambda: c.info().num_ack_pending == 2 and c.info().num_waiting == 0, 10,
+                     what=f"{reader} holding 2 messages with no pull waiting")
+
+        t0 = time.monotonic()
+        _delete(js, name, consumers, what)
+        blocked.start("fetch", lambda: list(consumers["fetch"].fetch(10, expires=30.0)))
+        blocked.start("next", lambda: consumers["next"].next(timeout=30.0))
+        blocked.start("messages", lambda: [stream.next(timeout=30.0) for _ in range(3)])
+        release.set()
+        blocked.start("consume", lambda: handle.wait(30.0) and (_ for _ in ()).throw(handle.error))
+        blocked.join(5.0)
+        assert _check_gone(blocked.outcome, t0, name, what, dict.fromkeys(READERS, 5.0)) == {}
+        assert stream.error is blocked.outcome["messages"][1] and handle.stats.handled == 2
+    finally:
+        release.set()
+        stream.stop()
+        handle.stop()
+        handle.wait(5)
+        blocked.join(5.0)

@@ -1,14 +1,16 @@
 # Charter: the pure rules of the pull engine (jetstream_sync.pull), no server:
 # fetch_options and consume_options (ADR-37 defaults, limits and refusals, as
 # SPEC.md section 5 states them) and classify_status (ADR-37 "Status handling":
-# which pull statuses end quietly, warn, or end a pull for good).
+# which pull statuses end quietly, warn, or end a pull for good), and the error a pull that looks lost ends
+# with once the server said whether its consumer and stream exist.
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
 
-from jetstream_sync.pull import BYTES_BATCH, consume_options, fetch_options
+import jetstream_sync as jss
+from jetstream_sync.pull import BYTES_BATCH, _verdict, consume_options, fetch_options
 
 
 # --- consume_options (messages() / consume()) -----------------------------------------------
@@ -216,6 +218,24 @@ def test_fetch_client_deadline_is_always_longer_than_expires():
         assert fetch_options(max_messages=1, expires=expires).client_deadline > expires
 
 
+@pytest.mark.parametrize("timeout", [0.05, 1.0, 4.0, 29.0])
+def test_a_fetch_timeout_cuts_the_server_side_expiry_to_end_before_it(timeout):
+    opts = fetch_options(max_messages=10, expires=30.0, timeout=timeout)
+    assert opts.expires < timeout and opts.expires >= timeout / 2
+    assert opts.client_deadline <= timeout
+    assert opts.request()["expires"] == int(opts.expires * 1e9)
+
+
+def test_a_fetch_timeout_longer_than_expires_changes_nothing():
+    assert fetch_options(max_messages=1, expires=2.0, timeout=60.0).expires == 2.0
+
+
+def test_a_fetch_timeout_drops_a_heartbeat_that_no_longer_fits_and_keeps_one_that_does():
+    assert fetch_options(max_messages=1, expires=30.0, idle_heartbeat=5.0, timeout=4.0).idle_heartbeat is None
+    assert fetch_options(max_messages=1, expires=30.0, idle_heartbeat=1.0, timeout=4.0).idle_heartbeat == 1.0
+    assert fetch_options(max_messages=1, expires=30.0, timeout=4.0).idle_heartbeat is None  # no default below 10 s
+
+
 def test_fetch_no_wait_sends_no_wait_instead_of_an_expiry_and_no_heartbeat():
     opts = fetch_options(max_messages=5, expires=60.0, no_wait=True)
     assert opts.request() == {"batch": 5, "no_wait": True}
@@ -227,3 +247,30 @@ def test_fetch_refuses_non_positive_and_non_int_limits(field):
         fetch_options(**{field: 0})
     with pytest.raises(TypeError, match=field):
         fetch_options(**{field: 2.5})
+
+
+# --- what a pull that looks lost ends with (after its one consumer info request) --------------
+
+
+class _Handle:
+    stream_name, name = "ORDERS", "billing"
+    _label = "consumer 'billing' of stream 'ORDERS'"
+
+
+@pytest.mark.parametrize(("failure", "text"), [
+    (jss.StreamNotFoundError(404, 10059, "stream not found", stream="ORDERS"),
+     "consumer 'billing' of stream 'ORDERS' is gone: stream 'ORDERS' was deleted"),
+    (jss.ConsumerNotFoundError(404, 10014, "consumer not found", stream="ORDERS", consumer="billing"),
+     "consumer 'billing' of stream 'ORDERS' was deleted"),
+])
+def test_a_pull_whose_consumer_or_stream_is_gone_ends_with_consumer_deleted_naming_both(failure, text):
+    seen = jss.NoRespondersError("no responders for the pull request (503)")
+    err = _verdict(_Handle(), seen, failure)
+    assert type(err) is jss.ConsumerDeletedError and str(err) == text
+    assert (err.stream, err.consumer) == ("ORDERS", "billing") and err.__cause__ is failure
+
+
+@pytest.mark.parametrize("failure", [None, jss.TimeoutError("no answer"), jss.JetStreamNotEnabledError("off")])
+def test_a_pull_whose_consumer_is_there_or_unknown_ends_with_what_the_server_said(failure):
+    seen = jss.NoHeartbeatError("no heartbeat for 10s")
+    assert _verdict(_Handle(), seen, failure) is seen
