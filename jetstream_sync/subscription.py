@@ -71,10 +71,14 @@ def _find_stream(js: "JetStream", subject: str, stream: str | None) -> str:
     if stream is not None:
         return stream
     names = list(js.stream_names(subject))
-    if len(names) != 1:
-        found = "no stream captures it" if not names else f"{len(names)} streams capture it ({', '.join(names)})"
+    if not names:
         raise errors.NoStreamForSubjectError(
-            f"cannot subscribe to {subject!r}: {found}; give stream= to choose", subject)
+            f"cannot subscribe to {subject!r}: no stream captures it; create a stream with that subject "
+            f"(js.create_stream(name=..., subjects=[{subject!r}])) or check the subject", subject)
+    if len(names) > 1:
+        raise errors.NoStreamForSubjectError(
+            f"cannot subscribe to {subject!r}: {len(names)} streams capture it ({', '.join(names)}); "
+            f"give stream= to choose", subject)
     return names[0]
 
 

@@ -75,6 +75,7 @@ def test_no_stream_for_the_subject_names_it(js):
     with pytest.raises(jss.NoStreamForSubjectError, match="'nowhere.at.all'.*no stream") as info:
         js.subscribe("nowhere.at.all")
     assert info.value.subject == "nowhere.at.all"
+    assert "create a stream with that subject" in str(info.value) and "stream=" not in str(info.value)
 
 
 def test_two_streams_for_the_subject_is_an_error_naming_both_unless_stream_is_given(js, name, subj):
