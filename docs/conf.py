@@ -32,3 +32,14 @@ autodoc_default_options = {"members": True, "undoc-members": False, "show-inheri
 html_theme = "furo"
 html_title = f"jetstream_sync {release}"
 html_static_path: list[str] = []
+
+
+def _no_builtin_docstring(app, what, name, obj, options, lines):
+    """A constant documented in api.md (a tuple, say) must not show its type's own docstring."""
+    builtin = type(obj).__module__ == "builtins" and type(obj).__doc__
+    if what == "data" and builtin and "\n".join(lines).strip() == type(obj).__doc__.strip():
+        del lines[:]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _no_builtin_docstring)
