@@ -270,7 +270,8 @@ class _Nats(_NatsClient):
 
 
 class Listener:
-    """Loop-thread hooks for connection events (pull engines implement these)."""
+    """Loop-thread hooks for connection events, kept by whatever waits on the connection: the pull
+    and push engines, the publish window (``_publish.Publisher``) and a direct get in flight."""
 
     def on_disconnected(self) -> None: ...
     def on_reconnected(self) -> None: ...

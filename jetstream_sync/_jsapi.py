@@ -1,6 +1,7 @@
 # The JetStream API request path (as nats.go's api.go): one place for the JSON, the timeouts, the
 # error envelopes, "no responders" meaning JetStream is off, the retry of idempotent requests, the
-# direct-get replies that are messages, and paged listings.
+# stored-message gets (the direct get, whose replies are messages, and STREAM.MSG.GET), and paged
+# listings.
 #
 # Rule 1: every API request of the package goes through JsApi.request (or request_raw / paged).
 # Rule 2: only idempotent requests are retried; the caller says which.
@@ -18,6 +19,7 @@ from ._headers import Headers, decode_headers
 from ._protocol import DEFAULT, Timeout, pub_command
 from ._retry import RetryPolicy
 from .api import ApiPrefix, decode
+from .config import StoredMsg, parse_time
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -26,10 +28,32 @@ __all__ = ["JsApi"]
 
 log = logging.getLogger(__name__)
 
+# Headers a direct get adds to say where the message came from; StoredMsg
+# carries them as fields, so they are removed from its headers.
+_DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
+                   "Nats-Last-Sequence")
+
 
 def _not_enabled(subject: str) -> errors.JetStreamNotEnabledError:
     return errors.JetStreamNotEnabledError(
         f"no responders on {subject}: JetStream is not enabled, or the domain/api_prefix is wrong", subject)
+
+
+def _get_request(seq: int | None, last_by_subj: str | None, next_by_subj: str | None) -> dict[str, Any]:
+    """The body of a stored-message get: by sequence, the last on a subject, or the first on a
+    subject at or after ``seq``. The values are the caller's to check; the combination is checked here."""
+    if last_by_subj is not None and (seq is not None or next_by_subj is not None):
+        raise ValueError("last_by_subj: give it alone, without seq or next_by_subj")
+    if seq is None and last_by_subj is None and next_by_subj is None:
+        raise ValueError("seq, last_by_subj or next_by_subj: give one")
+    payload: dict[str, Any] = {}
+    if seq is not None:
+        payload["seq"] = seq
+    if last_by_subj is not None:
+        payload["last_by_subj"] = last_by_subj
+    if next_by_subj is not None:
+        payload["next_by_subj"] = next_by_subj
+    return payload
 
 
 def _body(payload: Mapping[str, Any] | None) -> bytes:
@@ -189,6 +213,48 @@ class JsApi:
             return data, hdrs
 
         return self.retry.call(once)
+
+    def msg_get(self, stream: str, *, seq: int | None = None, last_by_subj: str | None = None,
+                next_by_subj: str | None = None, timeout: Timeout = DEFAULT) -> StoredMsg:
+        """The stored message of ``stream`` at ``seq``, the last on ``last_by_subj``, or the first on
+        ``next_by_subj`` from ``seq`` on, through ``STREAM.MSG.GET`` (served by the stream leader).
+
+        One idempotent request, retried; blocks at most ``timeout`` per attempt. Raises
+        ``MessageNotFoundError``, ``StreamNotFoundError``, the errors of :meth:`request`.
+        """
+        resp = self.request(self._prefix.msg_get(stream), _get_request(seq, last_by_subj, next_by_subj), timeout,
+                            idempotent=True)
+        return StoredMsg.from_response(resp["message"])
+
+    def direct_get(self, stream: str, *, seq: int | None = None, last_by_subj: str | None = None,
+                   next_by_subj: str | None = None, timeout: Timeout = DEFAULT) -> StoredMsg:
+        """:meth:`msg_get` through the direct get API (served by any replica; the stream must allow
+        it): the reply is the message itself, its origin in ``Nats-*`` headers that become the
+        ``StoredMsg`` fields and are left out of its headers.
+
+        One idempotent request, retried; blocks at most ``timeout`` per attempt. Raises
+        ``MessageNotFoundError`` (status 404), ``APIError`` (any other status), the errors of
+        :meth:`request_raw`.
+        """
+        data, hdrs = self.request_raw(self._prefix.direct_get(stream), _get_request(seq, last_by_subj, next_by_subj),
+                                      timeout)
+        hdrs = hdrs if hdrs is not None else Headers()
+        status = hdrs.get("Status")
+        if status:
+            desc = hdrs.get("Description", "")
+            about = {"stream": stream, "operation": f"direct get from stream {stream!r}"}
+            if status == "404":
+                raise errors.MessageNotFoundError(404, 10037, desc or "no message found", **about)
+            raise errors.APIError(int(status) if status.isdigit() else None, None,
+                                  desc or f"direct get failed with status {status}", **about)
+        user = Headers({k: v for k, v in hdrs.multi().items() if k not in _DIRECT_HEADERS})
+        return StoredMsg(
+            seq=int(hdrs["Nats-Sequence"]),
+            subject=hdrs["Nats-Subject"],
+            data=data,
+            headers=user or None,
+            time=parse_time(hdrs.get("Nats-Time-Stamp")),
+        )
 
     def paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
         """Every item of a paged listing (``streams``, ``consumers``, ``*_names``), one request per page

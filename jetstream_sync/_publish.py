@@ -1,4 +1,5 @@
-# The JetStream publish window: one reply inbox, a token per message, counters.
+# The JetStream publish: the headers of one publish, and the window (one reply inbox, a token per
+# message, counters).
 #
 # Rule 1: a publish costs the caller one dict slot, one light Future and one
 #         Outbox append (the PUB bytes are built on the calling thread); the
@@ -10,6 +11,8 @@
 #         when it is full and is woken once a quarter of it is free.
 # Rule 3: every future ends: with a PubAck, an APIError, NoRespondersError,
 #         TimeoutError (swept every 0.25 s) or ClientClosedError.
+# Rule 4: what the server does with a publish beyond storing it (deduplication, the expected_*
+#         checks) is a header of that one publish, built by ``publish_headers`` and nowhere else.
 from __future__ import annotations
 
 import asyncio
@@ -20,22 +23,86 @@ import threading
 import time
 import weakref
 from concurrent.futures._base import FINISHED, PENDING
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import errors
-from ._headers import decode_headers
-from .config import PubAck
+from ._headers import Headers, decode_headers
+from ._protocol import check_int, prepare_pub, pub_command_parts
+from .config import PubAck, validate_stream_name
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["Publisher"]
+__all__ = ["Publisher", "publish_headers", "publish_parts"]
+
+#: The headers of the publish options: deduplication, and the checks the server makes before storing.
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 
 _SWEEP_INTERVAL = 0.25
 _LAZY = object()
 # Guards the lazy creation of a future's Condition against a result arriving
 # at the same moment; held for a few bytecodes only.
 _CONDITION_LOCK = threading.Lock()
+
+
+def _check_str(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty str, got {value!r}")
+    return value
+
+
+def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None,
+                    expected_stream: str | None = None, expected_last_seq: int | None = None,
+                    expected_last_subject_seq: int | None = None,
+                    expected_last_msg_id: str | None = None) -> Mapping[str, Any] | None:
+    """The headers of one publish: ``headers`` plus one header per option given (pure, no I/O).
+
+    ``headers`` comes back as it is when no option is given; otherwise a new :class:`Headers` in
+    which an option's header replaces one of the same name in ``headers``. Raises TypeError/ValueError
+    naming the argument (``headers`` not a mapping, an empty ``msg_id``, a bad stream name, a
+    negative sequence).
+    """
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
+    extra: dict[str, str] = {}
+    if msg_id is not None:
+        extra[MSG_ID] = _check_str(msg_id, "msg_id")
+    if expected_stream is not None:
+        validate_stream_name(expected_stream, "expected_stream")
+        extra[EXPECTED_STREAM] = expected_stream
+    if expected_last_seq is not None:
+        extra[EXPECTED_LAST_SEQ] = str(check_int(expected_last_seq, "expected_last_seq", 0))
+    if expected_last_subject_seq is not None:
+        extra[EXPECTED_LAST_SUBJ_SEQ] = str(check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
+    if expected_last_msg_id is not None:
+        extra[EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
+    if not extra:
+        return headers
+    return Headers.from_multi({**(Headers(headers).multi() if headers else {}),
+                               **{k: [v] for k, v in extra.items()}})
+
+
+def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[str, Any] | None = None,
+                  msg_id: str | None = None, expected_stream: str | None = None,
+                  expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
+                  expected_last_msg_id: str | None = None) -> tuple[bytes, bytes]:
+    """Check one publish; return the PUB command's bytes before and after the reply subject.
+
+    Runs on the calling thread, no I/O. Raises TypeError/ValueError naming the argument (see
+    :func:`publish_headers` and ``_protocol.prepare_pub``), nothing sent.
+    """
+    if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
+            and expected_last_subject_seq is None and expected_last_msg_id is None:
+        subject, payload, hdr = prepare_pub(subject, data, None, max_payload)
+    else:
+        subject, payload, hdr = prepare_pub(subject, data, publish_headers(
+            headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
+            expected_last_msg_id), max_payload)
+    return pub_command_parts(subject, payload, hdr)
 
 
 class PubAckFuture(concurrent.futures.Future):

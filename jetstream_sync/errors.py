@@ -1,10 +1,14 @@
 # The one exception tree of jetstream_sync.
 #
 # Rule 1: every error the package raises on purpose is defined here, except
-#         ValueError/TypeError for bad arguments (raised before anything is sent).
-# Rule 2: this module knows nothing of nats-py or asyncio; translating nats-py
-#         exceptions into these classes happens in exactly one place
-#         (``client._translate``), always with ``raise ... from exc``.
+#         ValueError/TypeError for bad arguments (raised before anything is sent)
+#         and RuntimeError for a call made where or when it cannot run (on the
+#         loop thread, outside a Spark task, on a reader already in use). The
+#         Spark module adds JetStreamError subclasses of its own; the embedded
+#         server (server.py) stands apart, with NatsServerNotFoundError.
+# Rule 2: this module knows nothing of nats-py or asyncio; nats-py exceptions
+#         become these classes in one function, ``_connection.translate``, and
+#         a blocking call raises the translated error ``from`` the original.
 """Exceptions raised by jetstream_sync.
 
 The tree::

@@ -1,4 +1,4 @@
-# JetStream events (SPEC section 10): the advisories and metrics nats-server publishes on
+# JetStream events (docs/events.md): the advisories and metrics nats-server publishes on
 # $JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>, as frozen attrs classes chosen by the event's "type",
 # and EventStream, a blocking iterator over them (a core subscription read by the push engine).
 #

@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 import attrs
 
 from . import errors
-from ._headers import Headers
 from ._loop import BRIDGE_GRACE, wait_future
-from ._publish import Publisher
+from ._publish import Publisher, publish_parts
 from ._retry import RetryPolicy
-from ._protocol import DEFAULT, Timeout, check_int, check_subject, prepare_pub, pub_command_parts
+from ._protocol import DEFAULT, Timeout, check_subject
 from ._jsapi import JsApi
 from .api import ApiPrefix
 from .consume import NakDelay
@@ -49,19 +48,6 @@ if TYPE_CHECKING:
     from .client import Client
 
 __all__ = ["JetStream"]
-
-_MSG_ID = "Nats-Msg-Id"
-_EXPECTED_STREAM = "Nats-Expected-Stream"
-_EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
-_EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
-_EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
-
-
-def _check_str(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{name} must be a non-empty str, got {value!r}")
-    return value
-
 
 class JetStream:
     """A JetStream context: manage streams and consumers, publish. Thread-safe.
@@ -385,42 +371,6 @@ class JetStream:
 
     # -- publishing ------------------------------------------------------------
 
-    def _pub_builder(self, subject: str, data: Any, headers: Mapping[str, Any] | None, msg_id: str | None,
-                     expected_stream: str | None, expected_last_seq: int | None,
-                     expected_last_subject_seq: int | None, expected_last_msg_id: str | None) -> tuple[bytes, bytes]:
-        """Validate a publish; return the PUB command's bytes before and after the reply subject (no I/O)."""
-        if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
-                and expected_last_subject_seq is None and expected_last_msg_id is None:
-            subject, payload, hdr = prepare_pub(subject, data, None, self._conn.max_payload)
-        else:
-            subject, payload, hdr = prepare_pub(subject, data, self._pub_headers(
-                headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-                expected_last_msg_id), self._conn.max_payload)
-        return pub_command_parts(subject, payload, hdr)
-
-    @staticmethod
-    def _pub_headers(headers: Mapping[str, Any] | None, msg_id: str | None, expected_stream: str | None,
-                     expected_last_seq: int | None, expected_last_subject_seq: int | None,
-                     expected_last_msg_id: str | None) -> Mapping[str, Any] | None:
-        if headers is not None and not isinstance(headers, Mapping):
-            raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
-        extra: dict[str, str] = {}
-        if msg_id is not None:
-            extra[_MSG_ID] = _check_str(msg_id, "msg_id")
-        if expected_stream is not None:
-            validate_stream_name(expected_stream, "expected_stream")
-            extra[_EXPECTED_STREAM] = expected_stream
-        if expected_last_seq is not None:
-            extra[_EXPECTED_LAST_SEQ] = str(check_int(expected_last_seq, "expected_last_seq", 0))
-        if expected_last_subject_seq is not None:
-            extra[_EXPECTED_LAST_SUBJ_SEQ] = str(check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
-        if expected_last_msg_id is not None:
-            extra[_EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
-        if not extra:
-            return headers
-        return Headers.from_multi({**(Headers(headers).multi() if headers else {}),
-                                   **{k: [v] for k, v in extra.items()}})
-
     def publish(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                 msg_id: str | None = None, expected_stream: str | None = None,
                 expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
@@ -438,8 +388,8 @@ class JetStream:
         ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
         """
         t = self._resolve_timeout(timeout)
-        head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
-                                       expected_last_subject_seq, expected_last_msg_id)
+        head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
+                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
         limit = t if t is not None else 3600.0
 
         def once() -> PubAck:
@@ -464,8 +414,8 @@ class JetStream:
         them short and never block in them. Not retried.
         """
         t = self._resolve_timeout(timeout)
-        head, tail = self._pub_builder(subject, data, headers, msg_id, expected_stream, expected_last_seq,
-                                       expected_last_subject_seq, expected_last_msg_id)
+        head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
+                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
 
     def publish_async_pending(self) -> int:

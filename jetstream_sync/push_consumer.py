@@ -1,4 +1,4 @@
-# The PushConsumer handle (SPEC section 9, as nats.go's PushConsumer): a consumer with a deliver
+# The PushConsumer handle (docs/push.md; as nats.go's PushConsumer): a consumer with a deliver
 # subject, read with consume() or messages(). It has no fetch/next: the server pushes.
 #
 # Rule 1: argument rules are applied here, before anything is sent; delivery itself is push.py's

@@ -10,9 +10,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from . import errors
-from ._headers import Headers
 from ._protocol import DEFAULT, Timeout, check_subject
-from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, parse_time
+from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo
 from .events import EventStream, open_events
 
 if TYPE_CHECKING:
@@ -21,12 +20,6 @@ if TYPE_CHECKING:
     from .jetstream import JetStream
 
 __all__ = ["Stream"]
-
-# Headers a direct get adds to say where the message came from; StoredMsg
-# carries them as fields, so they are removed from its headers.
-_DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
-                   "Nats-Last-Sequence")
-#: err_code of "sequence N not found" (JSSequenceNotFoundErrF), sent by STREAM.MSG.DELETE.
 
 
 def _check_seq(value: Any, name: str, minimum: int = 1) -> int:
@@ -86,37 +79,15 @@ class Stream:
         Uses the direct get API when the stream allows it (served by any
         replica), else ``STREAM.MSG.GET``. Raises ``MessageNotFoundError``.
         """
-        return self._get({"seq": _check_seq(seq, "seq")}, timeout)
+        return self._get(timeout, seq=_check_seq(seq, "seq"))
 
     def get_last_msg(self, subject: str, *, timeout: Timeout = DEFAULT) -> StoredMsg:
         """Return the last stored message on ``subject`` (retried). Raises ``MessageNotFoundError``."""
-        return self._get({"last_by_subj": check_subject(subject)}, timeout)
+        return self._get(timeout, last_by_subj=check_subject(subject))
 
-    def _get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
-        if self._info.config.allow_direct:
-            return self._direct_get(payload, timeout)
-        resp = self._js._jsapi.request(self._js._api.msg_get(self.name), payload, timeout, idempotent=True)
-        return StoredMsg.from_response(resp["message"])
-
-    def _direct_get(self, payload: Mapping[str, Any], timeout: Any) -> StoredMsg:
-        data, hdrs = self._js._jsapi.request_raw(self._js._api.direct_get(self.name), payload, timeout)
-        hdrs = hdrs if hdrs is not None else Headers()
-        status = hdrs.get("Status")
-        if status:
-            desc = hdrs.get("Description", "")
-            about = {"stream": self.name, "operation": f"direct get from stream {self.name!r}"}
-            if status == "404":
-                raise errors.MessageNotFoundError(404, 10037, desc or "no message found", **about)
-            raise errors.APIError(int(status) if status.isdigit() else None, None,
-                                  desc or f"direct get failed with status {status}", **about)
-        user = Headers({k: v for k, v in hdrs.multi().items() if k not in _DIRECT_HEADERS})
-        return StoredMsg(
-            seq=int(hdrs["Nats-Sequence"]),
-            subject=hdrs["Nats-Subject"],
-            data=data,
-            headers=user or None,
-            time=parse_time(hdrs.get("Nats-Time-Stamp")),
-        )
+    def _get(self, timeout: Timeout, *, seq: int | None = None, last_by_subj: str | None = None) -> StoredMsg:
+        get = self._js._jsapi.direct_get if self._info.config.allow_direct else self._js._jsapi.msg_get
+        return get(self.name, seq=seq, last_by_subj=last_by_subj, timeout=timeout)
 
     def delete_msg(self, seq: int, *, erase: bool = False, timeout: Timeout = DEFAULT) -> None:
         """Delete the message at ``seq``; ``erase=True`` overwrites it on disk.

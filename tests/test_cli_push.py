@@ -1,4 +1,4 @@
-# Charter: the push side of the command line (SPEC section 11) through the real console script:
+# Charter: the push side of the command line (docs/cli.md) through the real console script:
 # `consumer add --target/--deliver-group/--flow-control/--heartbeat` and its rules, `consumer info`
 # showing the delivery subject or pull mode, `consumer sub` printing and acking, `sub SUBJECT` in the
 # nats-sub format, and Ctrl-C ending the long-running ones at once with one line.

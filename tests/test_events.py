@@ -1,4 +1,4 @@
-# JetStream events (SPEC section 10) against a real nats-server: each event type is made to happen for
+# JetStream events (docs/events.md) against a real nats-server: each event type is made to happen for
 # real (a NAK, a term, a consumer out of deliveries, an ack sample, creating and deleting), read typed
 # through js.events(), stream.events() and consumer.events(); plus the parser on its own: unknown and
 # malformed events never break the stream, times keep their nanoseconds.

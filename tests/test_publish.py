@@ -1,7 +1,8 @@
 # JetStream publishing against a real nats-server: PubAcks, msg_id dedup, the expected_*
 # headers, headers and payload round trips, argument checks, no responders, and the
 # publish_async window (bounded in flight, blocking when full, completion, close, reconnect)
-# plus msg_id retries through a server restart. Code under test: jetstream.py, _publish.py.
+# plus msg_id retries through a server restart; the headers of one publish as pure unit tests.
+# Code under test: jetstream.py, _publish.py.
 from __future__ import annotations
 
 import builtins
@@ -15,6 +16,7 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
+from jetstream_sync._publish import publish_headers, publish_parts
 
 
 def unique(prefix: str = "P") -> str:
@@ -180,6 +182,57 @@ def test_a_payload_of_exactly_max_payload_is_stored(client, js, stream):
     data = b"x" * client.max_payload
     assert js.publish(f"{stream.name}.big", data).seq == 1
     assert stream.get_msg(1).data == data
+
+
+# -- the headers of one publish (pure: no server) -------------------------------------------------
+
+
+@pytest.mark.parametrize("headers", [None, {"X-Tag": "a"}, jss.Headers({"X-Tag": ["a", "b"]})],
+                         ids=["none", "dict", "multi"])
+def test_without_options_the_callers_headers_are_sent_as_they_are(headers):
+    assert publish_headers(headers) is headers
+
+
+@pytest.mark.parametrize("option, value, header, sent", [
+    ("msg_id", "m-1", "Nats-Msg-Id", "m-1"),
+    ("expected_stream", "ORDERS", "Nats-Expected-Stream", "ORDERS"),
+    ("expected_last_seq", 0, "Nats-Expected-Last-Sequence", "0"),
+    ("expected_last_subject_seq", 42, "Nats-Expected-Last-Subject-Sequence", "42"),
+    ("expected_last_msg_id", "m-0", "Nats-Expected-Last-Msg-Id", "m-0"),
+])
+def test_each_publish_option_is_one_header(option, value, header, sent):
+    assert publish_headers(None, **{option: value}) == {header: sent}
+
+
+def test_options_join_the_callers_headers_keeping_every_value_and_replacing_a_header_of_their_name():
+    mine = {"X-Tag": ["a", "b"], "Nats-Msg-Id": "old"}
+    hdrs = publish_headers(mine, msg_id="new", expected_last_seq=7)
+    assert isinstance(hdrs, jss.Headers)
+    assert hdrs.multi() == {"X-Tag": ["a", "b"], "Nats-Msg-Id": ["new"], "Nats-Expected-Last-Sequence": ["7"]}
+    assert mine == {"X-Tag": ["a", "b"], "Nats-Msg-Id": "old"}  # the caller's mapping is left alone
+
+
+@pytest.mark.parametrize("kwargs, error, named", [
+    ({"headers": "X-Tag: a"}, TypeError, "headers"),
+    ({"msg_id": ""}, TypeError, "msg_id"),
+    ({"msg_id": 5}, TypeError, "msg_id"),
+    ({"expected_stream": "A.B"}, ValueError, "expected_stream"),
+    ({"expected_last_seq": -1}, ValueError, "expected_last_seq"),
+    ({"expected_last_seq": True}, TypeError, "expected_last_seq"),
+    ({"expected_last_subject_seq": "3"}, TypeError, "expected_last_subject_seq"),
+    ({"expected_last_msg_id": ""}, TypeError, "expected_last_msg_id"),
+])
+def test_a_bad_publish_option_is_refused_by_name(kwargs, error, named):
+    kwargs.setdefault("headers", None)
+    with pytest.raises(error, match=named):
+        publish_headers(**kwargs)
+
+
+def test_the_pub_command_carries_the_option_headers_in_an_hpub():
+    assert publish_parts("a.b", b"x", 1024) == (b"PUB a.b ", b" 1\r\nx\r\n")
+    head, tail = publish_parts("a.b", b"x", 1024, msg_id="m")
+    block = b"NATS/1.0\r\nNats-Msg-Id: m\r\n\r\n"
+    assert (head, tail) == (b"HPUB a.b ", b" %d %d\r\n" % (len(block), len(block) + 1) + block + b"x\r\n")
 
 
 # -- argument checks -----------------------------------------------------------------------------

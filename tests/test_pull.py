@@ -1,6 +1,6 @@
 # Charter: the pure rules of the pull engine (jetstream_sync.pull), no server:
 # fetch_options and consume_options (ADR-37 defaults, limits and refusals, as
-# SPEC.md section 5 states them) and classify_status (ADR-37 "Status handling":
+# docs/consuming.md states them) and classify_status (ADR-37 "Status handling":
 # which pull statuses end quietly, warn, or end a pull for good), and the error a pull that looks lost ends
 # with once the server said whether its consumer and stream exist.
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# Push consumers (SPEC section 9) against a real nats-server: the handles, consume() and messages() on
+# Push consumers (docs/push.md) against a real nats-server: the handles, consume() and messages() on
 # the push engine, deliver groups, back pressure (flow control, a full buffer), the heartbeat alarm
 # and gap detection, and the rule that pull calls and push calls do not mix.
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# Charter: the "jetstream" PySpark data source (SPEC section 7) on the session's local[2,2] Spark and a
+# Charter: the "jetstream" PySpark data source (docs/spark.md) on the session's local[2,2] Spark and a
 # real nats-server: batch reads, streaming reads (limits, availableNow, checkpoint restart), batch and
 # streaming writes (round trip, dedup ids). Only the last test registers the source by hand: the others
 # find it through pyspark_jetstream (PySpark's auto-registration). One stream per test.

@@ -1,7 +1,8 @@
 # Charter: the Stream handle against a real nats-server: info/cached_info,
 # purge (all, by subject, by sequence, keep), reading messages back (plain
-# and direct get, headers included), deleting messages, the consumer calls
-# scoped to one stream, and argument checks made before anything is sent.
+# and direct get, headers included; the request path's get by next subject),
+# deleting messages, the consumer calls scoped to one stream, and argument
+# checks made before anything is sent.
 from __future__ import annotations
 
 import pytest
@@ -138,6 +139,25 @@ def test_get_msg_and_get_last_msg_raise_message_not_found(js, readable):
     with pytest.raises(jss.MessageNotFoundError) as info:
         readable.get_last_msg("rd.none")
     assert info.value.err_code == 10037 and isinstance(info.value, jss.APIError)
+
+
+def test_the_api_gets_the_first_message_on_a_subject_from_a_sequence_on(js, readable):
+    # The request path's own get (what key-value reads and object chunks build on): next_by_subj.
+    js.publish("rd.a", b"a1")
+    js.publish("rd.b", b"b1")
+    js.publish("rd.a", b"a2")
+    get = js._jsapi.direct_get if readable.cached_info.config.allow_direct else js._jsapi.msg_get
+    assert (get("RD", seq=2, next_by_subj="rd.a").seq, get("RD", seq=1, next_by_subj="rd.a").data) == (3, b"a1")
+    assert get("RD", next_by_subj="rd.b").data == b"b1"
+    with pytest.raises(jss.MessageNotFoundError):
+        get("RD", seq=3, next_by_subj="rd.b")
+
+
+@pytest.mark.parametrize("by", [{}, {"seq": 1, "last_by_subj": "rd.a"}, {"next_by_subj": "rd.a", "last_by_subj": "x"}],
+                         ids=["nothing", "seq-and-last", "next-and-last"])
+def test_an_api_get_with_no_or_contradicting_selectors_is_refused_before_anything_is_sent(js, readable, api_spy, by):
+    get = js._jsapi.direct_get if readable.cached_info.config.allow_direct else js._jsapi.msg_get
+    assert_sends_nothing(api_spy, js, lambda: get("RD", **by), ValueError, "seq|last_by_subj")
 
 
 def test_a_deleted_message_is_not_found(js, readable):
