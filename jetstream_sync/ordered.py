@@ -20,23 +20,19 @@ import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
 from . import errors
+from ._connection import Connection
+from ._handle import Context, target_of
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, validate_stream_name
 from .consume import ConsumeHandle, MessageStream, check_handlers
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .message import Msg
-from ._engine import Sink, Terminal, Warning_
+from ._engine import Sink, Target, Terminal, Warning_
 from .pull import ContinuousPull, MessageBatch, consume_options
-
-if TYPE_CHECKING:
-    from ._connection import Connection
-    from .client import Client
-    from .consumer import Consumer
-    from .jetstream import JetStream
 
 __all__ = ["OrderedConsumer", "create_incarnation"]
 
@@ -78,7 +74,7 @@ class OrderedConsumer:
     :class:`Consumer`, one at a time. Thread-safe; calls block as they do there.
     """
 
-    def __init__(self, js: "JetStream", stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
+    def __init__(self, js: Context, stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
                  fields: Mapping[str, Any]) -> None:
         validate_stream_name(stream, "stream")
         cfg = config_from(ConsumerConfig, config, fields)
@@ -98,20 +94,20 @@ class OrderedConsumer:
         self._busy: str | None = None
         self._releasing = False  # the current read was told to stop and will leave shortly
         self.cursor = 0          # last stream sequence handed over
-        self._current: "Consumer | None" = None
+        self._current: Any = None  # the Consumer handle fetch() and next() read (None: none yet)
         self._needs_reset = True
         self._dseq = 0           # last consumer sequence seen on the current incarnation (fetch/next)
 
     @property
-    def js(self) -> "JetStream":
+    def js(self) -> Context:
         return self._js
 
     @property
-    def client(self) -> "Client":
+    def client(self) -> Any:
         return self._js.client
 
     @property
-    def _conn(self) -> "Connection":
+    def _conn(self) -> Connection:
         return self._js._conn
 
     # -- configuration of the next incarnation ----------------------------
@@ -133,7 +129,15 @@ class OrderedConsumer:
         cfg = self._next_config(after)
         filt = cfg.filter_subject if not cfg.filter_subjects else None
         payload = {"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"}
-        return self._js._api.consumer_create(self.stream_name, cfg.name, filt), payload, cfg.name  # type: ignore[arg-type]
+        assert cfg.name is not None
+        return self._js._api.consumer_create(self.stream_name, cfg.name, filt), payload, cfg.name
+
+    def _target(self) -> Target:
+        """What the engine of messages()/consume() starts from (it moves with every reset)."""
+        return target_of(self._js, self.stream_name, self.name, self._label)
+
+    def _pull_engine(self, target: Target, opts: Any, sink: Sink) -> "OrderedPull":
+        return OrderedPull(self, target, opts, sink)
 
     # -- one reader at a time ---------------------------------------------
 
@@ -166,7 +170,7 @@ class OrderedConsumer:
             self.cursor = seqs[0]
         return msg
 
-    def _consumer(self) -> "Consumer":
+    def _consumer(self) -> Any:
         """The current server-side consumer, recreated after the cursor when needed (blocks)."""
         if self._current is None or self._needs_reset:
             old = self._current
@@ -245,7 +249,7 @@ class OrderedConsumer:
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("messages")
         try:
-            return _OrderedMessageStream(self, opts, engine=OrderedPull)
+            return _OrderedMessageStream(self._target(), opts, engine=self._pull_engine)
         except BaseException:
             self._leave()
             raise
@@ -263,7 +267,7 @@ class OrderedConsumer:
             return handler(self._handed_over(msg))
 
         try:
-            return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)
+            return ConsumeHandle(self._target(), opts, handle, 1, error_handler, engine=self._pull_engine)
         except BaseException:
             self._leave()
             raise
@@ -397,11 +401,11 @@ class OrderedPull:
     or lost (its :class:`~jetstream_sync._engine.ResetHook`). The credit counts live in the pull and
     survive every reset, so what readers take is counted whichever consumer delivered it."""
 
-    def __init__(self, oc: OrderedConsumer, opts: Any, sink: Sink) -> None:
+    def __init__(self, oc: OrderedConsumer, target: Target, opts: Any, sink: Sink) -> None:
         self._oc = oc
         self._sink = sink
-        self._jsapi = oc.js._jsapi
-        self._pull = ContinuousPull(oc, opts, self._deliver, hook=self)  # type: ignore[arg-type]
+        self._jsapi = target.jsapi
+        self._pull = ContinuousPull(target, opts, self._deliver, hook=self)
         self.halted = self._pull.halted
         self.taken = self._pull.taken
         self.buffered = self._pull.buffered

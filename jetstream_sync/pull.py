@@ -17,22 +17,19 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import attrs
 
 from . import errors
 from ._connection import translate
-from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
+from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
     NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
     status_of,
 )
 from .message import Msg
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
 
 __all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
            "fetch_options"]
@@ -111,57 +108,57 @@ CHECK_TIMEOUT = 2.0
 _LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
 
 
-def _check_subject(consumer: "Consumer") -> str:
-    return consumer.js._api.consumer_info(consumer.stream_name, consumer.name)
+def _check_subject(target: Target) -> str:
+    assert target.api is not None and target.stream is not None and target.consumer is not None
+    return target.api.consumer_info(target.stream, target.consumer)
 
 
-def _verdict(consumer: "Consumer", err: BaseException, failure: BaseException | None) -> BaseException:
+def _verdict(target: Target, err: BaseException, failure: BaseException | None) -> BaseException:
     """The error a pull ends with, given ``err`` (a 409 Consumer Deleted or a 503) and what the consumer
     info request raised (None: the consumer is there). A missing stream or consumer is a terminal
     ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
     if isinstance(failure, errors.StreamNotFoundError):
         gone: BaseException = errors.ConsumerDeletedError(
-            f"{consumer._label} is gone: stream {consumer.stream_name!r} was deleted",
-            consumer.stream_name, consumer.name)
+            f"{target.label} is gone: stream {target.stream!r} was deleted", target.stream, target.consumer)
     elif isinstance(failure, errors.ConsumerNotFoundError):
-        gone = errors.ConsumerDeletedError(f"{consumer._label} was deleted", consumer.stream_name, consumer.name)
+        gone = errors.ConsumerDeletedError(f"{target.label} was deleted", target.stream, target.consumer)
     else:
         return err
     gone.__cause__ = failure
     return gone
 
 
-async def lost_consumer(consumer: "Consumer", err: BaseException) -> BaseException:
+async def lost_consumer(target: Target, err: BaseException) -> BaseException:
     """(loop thread) After a 409 Consumer Deleted, a 503 or a missed heartbeat on a pull, ask the server
     once (a consumer info request, at most :data:`CHECK_TIMEOUT`) whether the consumer and its stream
     still exist; return the error the pull ends with (:func:`_verdict`). Not asked while disconnected.
     Never raises."""
-    if not consumer._conn.is_connected:
+    if not target.conn.is_connected or target.jsapi is None:
         return err
     try:
-        await consumer.js._jsapi.request_async(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
+        await target.jsapi.request_async(_check_subject(target), None, CHECK_TIMEOUT, idempotent=False)
     except Exception as exc:  # noqa: BLE001 - any failure to answer leaves err as it is
-        return _verdict(consumer, err, exc)
+        return _verdict(target, err, exc)
     return err
 
 
-def lost_consumer_sync(consumer: "Consumer", err: BaseException) -> BaseException:
+def lost_consumer_sync(target: Target, err: BaseException) -> BaseException:
     """:func:`lost_consumer` for a user thread (``next()``): blocks on the request."""
-    if not consumer._conn.is_connected:
+    if not target.conn.is_connected or target.jsapi is None:
         return err
     try:
-        consumer.js._jsapi.request(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
+        target.jsapi.request(_check_subject(target), None, CHECK_TIMEOUT, idempotent=False)
     except errors.JetStreamError as exc:
-        return _verdict(consumer, err, exc)
+        return _verdict(target, err, exc)
     return err
 
 
 class _FetchPull:
     """One pull request on its own inbox (loop thread). Feeds a SimpleQueue; ends exactly once."""
 
-    def __init__(self, consumer: "Consumer", opts: FetchOptions) -> None:
-        self._consumer = consumer
-        self._conn = consumer._conn
+    def __init__(self, target: Target, opts: FetchOptions) -> None:
+        self._target = target
+        self._conn = target.conn
         self._opts = opts
         self.out: queue.SimpleQueue = queue.SimpleQueue()
         self.received = 0
@@ -193,7 +190,7 @@ class _FetchPull:
             await client.unsubscribe_raw(self._sub)
             return
         client.add_listener(self)
-        subject = self._consumer.js._api.msg_next(self._consumer.stream_name, self._consumer.name)
+        subject = self._target.subject
         self._watched = {subject.lower(): subject, inbox.lower(): inbox}
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
         try:
@@ -221,7 +218,7 @@ class _FetchPull:
         if self._heartbeat.missed(now):
             # The server may drop a waiting pull without a word when the stream is deleted.
             self._check(errors.NoHeartbeatError(
-                f"fetch from {self._consumer._label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
+                f"fetch from {self._target.label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
             return
         self._arm()
 
@@ -233,9 +230,9 @@ class _FetchPull:
         self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
-            consumer = self._consumer
-            kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
-                                        consumer.name)
+            target = self._target
+            kind, err = classify_status(status[0], status[1].get("Description", ""), target.stream,
+                                        target.consumer)
             if isinstance(err, _LOST):
                 self._check(err)
             elif kind not in _IDLE:
@@ -258,7 +255,7 @@ class _FetchPull:
             self._watchdog.cancel()
 
         async def check() -> None:
-            self.end(await lost_consumer(self._consumer, err))
+            self.end(await lost_consumer(self._target, err))
 
         self._conn.loop_thread.spawn(check(), name="jetstream-sync-fetch-check")
 
@@ -398,12 +395,12 @@ class MessageBatch:
         self.stop()
 
 
-def start_fetch(consumer: "Consumer", opts: FetchOptions) -> MessageBatch:
+def start_fetch(target: Target, opts: FetchOptions) -> MessageBatch:
     """Send the pull request now (without waiting for the loop) and return the batch to iterate.
 
     Nothing here waits on the network; ``opts`` bound how long the batch waits."""
-    pull = _FetchPull(consumer, opts)
-    consumer._conn.loop_thread.check_usable()
+    pull = _FetchPull(target, opts)
+    target.conn.loop_thread.check_usable()
     # No wait for the loop: the request goes out with the loop's next turn,
     # and anything that stops it arrives through the batch like any ending.
     pull.start_soon()
@@ -492,11 +489,11 @@ class ContinuousPull:
     #: A pull never asks for more than its buffer holds, so nothing is ever dropped.
     dropped = 0
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink,
+    def __init__(self, target: Target, opts: ConsumeOptions, sink: Sink,
                  hook: ResetHook | None = None) -> None:
-        self._consumer = consumer
+        self._target = target
         self._hook = hook
-        self._conn = consumer._conn
+        self._conn = target.conn
         self._opts = opts
         self._sink = sink
         self._lock = threading.Lock()  # guards the counters below; held briefly on both sides
@@ -524,9 +521,10 @@ class ContinuousPull:
     # -- loop thread -------------------------------------------------------
 
     async def start(self) -> None:
-        """Subscribe an inbox and send the first pull request to the handle's consumer."""
+        """Subscribe an inbox and send the first pull request to the target's consumer."""
         self.attach()
-        await self.retarget(self._consumer.name)
+        assert self._target.consumer is not None
+        await self.retarget(self._target.consumer)
 
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
@@ -540,7 +538,8 @@ class ContinuousPull:
         """Pull from consumer ``name`` (of the same stream) on a fresh inbox, starting now."""
         client = self._conn
         self._inbox = client.new_inbox()
-        self._subject = self._consumer.js._api.msg_next(self._consumer.stream_name, name)
+        self._subject = self._target.pull_subject(name)
+        self._target = self._target.moved(name, self._subject)
         self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
         if self._stopped:  # halted while subscribing
             await client.unsubscribe_raw(self._sub)
@@ -623,7 +622,7 @@ class ContinuousPull:
         # The server (or the pull) is gone without a word: report it, forget
         # the credit that will never arrive and pull afresh.
         err = errors.NoHeartbeatError(
-            f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+            f"{self._target.label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
         if self._hook is not None and self._hook.lost("heartbeat", err):
             return
         self._sink(Warning_(err))
@@ -663,8 +662,8 @@ class ContinuousPull:
             self._check()
 
     def _on_status(self, status: str, hdrs: Any) -> None:
-        consumer = self._consumer
-        kind, err = classify_status(status, hdrs.get("Description", ""), consumer.stream_name, consumer.name)
+        target = self._target
+        kind, err = classify_status(status, hdrs.get("Description", ""), target.stream, target.consumer)
         no_responders = isinstance(err, errors.NoRespondersError)
         if not no_responders:
             self._asked = False  # the server answered for the consumer: a later 503 is worth asking about
@@ -727,7 +726,7 @@ class ContinuousPull:
         self._checking = True
 
         async def ask() -> None:
-            verdict = await lost_consumer(self._consumer, err)
+            verdict = await lost_consumer(self._target, err)
             self._checking = False
             if self._stopped:
                 return
@@ -841,15 +840,15 @@ class NextInbox:
     cannot take the next message. A message arriving with nobody waiting is NAKed.
     """
 
-    def __init__(self, consumer: "Consumer") -> None:
-        self._consumer = consumer
-        self._conn = consumer._conn
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._conn = target.conn
         self._busy = threading.Lock()
         self._current: queue.SimpleQueue | None = None
         self._token = b""
         self._tokens = itertools.count(1)
-        self.prefix = consumer._conn.new_inbox().encode() + b"."
-        self.subject = consumer.js._api.msg_next(consumer.stream_name, consumer.name).encode()
+        self.prefix = target.conn.new_inbox().encode() + b"."
+        self.subject = target.subject.encode()
         self._sub: Any = None
         self.retired = False
 
@@ -946,7 +945,7 @@ class NextInbox:
                     raise errors.TimeoutError.after(what, opts.expires, "no message") from None
                 if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
                     self._current = None  # what still comes is NAKed while we ask
-                    raise lost_consumer_sync(self._consumer, errors.NoHeartbeatError(
+                    raise lost_consumer_sync(self._target, errors.NoHeartbeatError(
                         f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
                 continue
             if len(item) == 1:  # the server refused the pull or the inbox
@@ -956,9 +955,9 @@ class NextInbox:
             heartbeat.seen()
             status = status_of(raw, data) if raw and not data else None
             if status is not None:
-                consumer = self._consumer
-                kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
-                                            consumer.name)
+                target = self._target
+                kind, err = classify_status(status[0], status[1].get("Description", ""), target.stream,
+                                            target.consumer)
                 if kind in _IDLE:
                     continue
                 self._ok = True  # the server ended this request itself
@@ -967,7 +966,7 @@ class NextInbox:
                 assert err is not None
                 if isinstance(err, _LOST):  # is it gone? one consumer info request says
                     self._current = None
-                    raise lost_consumer_sync(consumer, err)
+                    raise lost_consumer_sync(target, err)
                 raise err
             self._ok = True
             return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

@@ -17,24 +17,21 @@ import logging
 import threading
 import time
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from . import errors
-from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
+from ._connection import Connection
+from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_
 from ._protocol import (
     ACK_CONSUMER_SEQ, NAK, Status, ack_command, check_count, classify_status, parse_ack_subject,
     pub_command, spelled, status_of,
 )
+from .config import AckPolicy, ConsumerConfig
 from .message import Msg
 
-from .config import AckPolicy
-
-if TYPE_CHECKING:
-    from .config import ConsumerConfig
-
-__all__ = ["CoreSubject", "PushEngine", "PushOptions", "core_options", "push_options"]
+__all__ = ["PushEngine", "PushOptions", "core_options", "core_target", "push_options"]
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +88,11 @@ def core_options(subject: str, queue: str | None, pending_msgs_limit: Any = DEFA
                        acked=False)
 
 
-class CoreSubject:
-    """What the engine and readers need to know of a core subscription (in place of a consumer handle)."""
-
-    def __init__(self, conn: Any, subject: str, queue: str | None) -> None:
-        self._conn = conn
-        self.name = subject
-        self._label = f"the subscription to {subject!r}" + (f" in queue group {queue!r}" if queue else "")
+def core_target(conn: Connection, subject: str, queue: str | None) -> Target:
+    """The target of a plain core NATS subscription: no stream, no consumer; starts within the
+    connection's default timeout."""
+    label = f"the subscription to {subject!r}" + (f" in queue group {queue!r}" if queue else "")
+    return Target(conn=conn, label=label, timeout=conn.default_timeout, name=subject, subject=subject)
 
 
 class PushEngine:
@@ -111,11 +106,11 @@ class PushEngine:
 
     pulls = 0
 
-    def __init__(self, consumer: Any, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
-        self._consumer = consumer
+    def __init__(self, target: Target, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
+        self._target = target
         self._hook = hook
         self._subject = opts.deliver_subject
-        self._conn = consumer._conn
+        self._conn = target.conn
         self._opts = opts
         self._sink = sink
         self.limit: int | None = opts.pending_msgs_limit
@@ -188,7 +183,7 @@ class PushEngine:
             return
         if not self._paused and self._sub is not None and self._heartbeat.missed(time.monotonic()):
             err = errors.NoHeartbeatError(
-                f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+                f"{self._target.label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
             if self._hook is None or not self._hook.lost("heartbeat", err):
                 self._sink(Warning_(err))
         self._arm_heartbeat()
@@ -247,7 +242,7 @@ class PushEngine:
             return
         self._overflowing = True
         err = errors.SlowConsumerError(
-            f"{self._consumer._label}: buffer full ({opts.pending_msgs_limit} messages or "
+            f"{self._target.label}: buffer full ({opts.pending_msgs_limit} messages or "
             f"{opts.pending_bytes_limit} bytes waiting): dropping messages; "
             + ("they are redelivered after ack_wait" if opts.acked and reply else "they are lost"))
         self._sink(Warning_(err))
@@ -259,7 +254,7 @@ class PushEngine:
         last, self._dseq = self._dseq, dseq
         if last and dseq > last + 1:
             self._sink(Warning_(errors.MessageGapError(
-                f"{self._consumer._label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
+                f"{self._target.label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
 
     def _on_status(self, reply: bytes, code: str, hdrs: Any) -> None:
         kind, err = classify_status(code, hdrs.get("Description", ""))
@@ -278,7 +273,7 @@ class PushEngine:
             if self._opts.gap_check and last and last.isdigit() and self._dseq and int(last) > self._dseq:
                 seen, self._dseq = self._dseq, int(last)
                 self._sink(Warning_(errors.MessageGapError(
-                    f"{self._consumer._label}: the server delivered up to consumer sequence {last}, "
+                    f"{self._target.label}: the server delivered up to consumer sequence {last}, "
                     f"the last received was {seen}", seen, int(last))))
             return
         # Push consumers get no pull statuses; whatever comes is reported, never swallowed.

@@ -20,14 +20,14 @@ import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
 from . import errors
 from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, check_subject
-from ._engine import Terminal, Warning_
+from ._engine import Target, Terminal, Warning_
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
 from .config import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, config_from
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
@@ -36,9 +36,6 @@ from .message import Msg
 from .ordered import create_incarnation
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
 from .push_consumer import PushConsumer
-
-if TYPE_CHECKING:
-    from .jetstream import JetStream
 
 __all__ = ["Subscription", "pull_subscribe", "subscribe"]
 
@@ -67,7 +64,7 @@ def _check_queue_rules(queue: str | None, idle_heartbeat: Any, flow_control: Any
             f"group; leave flow_control out for a queue subscription")
 
 
-def _find_stream(js: "JetStream", subject: str, stream: str | None) -> str:
+def _find_stream(js: Any, subject: str, stream: str | None) -> str:
     if stream is not None:
         return stream
     names = list(js.stream_names(subject))
@@ -82,7 +79,7 @@ def _find_stream(js: "JetStream", subject: str, stream: str | None) -> str:
     return names[0]
 
 
-def _lookup(js: "JetStream", stream: str, name: str | None) -> ConsumerInfo | None:
+def _lookup(js: Any, stream: str, name: str | None) -> ConsumerInfo | None:
     if not name:
         return None
     try:
@@ -153,7 +150,7 @@ class Subscription:
     buffered is NAKed, control returns at once.
     """
 
-    def __init__(self, js: "JetStream", subject: str, queue: str | None, consumer: PushConsumer, created: bool,
+    def __init__(self, js: Any, subject: str, queue: str | None, consumer: PushConsumer, created: bool,
                  reader: ConsumeHandle | MessageStream, error_handler: Callable[[BaseException], Any] | None) -> None:
         self._js = js
         self.subject = subject
@@ -312,7 +309,7 @@ class Subscription:
         return f"<Subscription {self.subject!r} consumer={self.consumer_name!r} queue={self.queue!r}>"
 
 
-def _delete_quietly(js: "JetStream", stream: str, name: str) -> None:
+def _delete_quietly(js: Any, stream: str, name: str) -> None:
     try:
         js.delete_consumer(stream, name)
     except errors.JetStreamError as exc:
@@ -331,7 +328,7 @@ def _auto_ack(handler: Callable[[Msg], Any], manual_ack: bool, ack_none: bool) -
     return handle
 
 
-def subscribe(js: "JetStream", subject: str, queue: str | None = None,
+def subscribe(js: Any, subject: str, queue: str | None = None,
               handler: Callable[[Msg], Any] | None = None, *, durable: str | None = None, stream: str | None = None,
               config: ConsumerConfig | Mapping[str, Any] | None = None, manual_ack: bool = False,
               ordered_consumer: bool = False, idle_heartbeat: float | None = None, flow_control: bool = False,
@@ -422,11 +419,11 @@ def _reader(consumer: PushConsumer, cfg: ConsumerConfig, handler: Callable[[Msg]
             workers: int, error_handler: Any, msgs_limit: Any, bytes_limit: Any,
             nak_delay: NakDelay) -> ConsumeHandle | MessageStream:
     opts = push_options(cfg, msgs_limit, bytes_limit)
+    target = consumer._target(opts.deliver_subject)
     if handler is None:
-        return MessageStream(consumer, opts, engine=PushEngine)  # type: ignore[arg-type]
+        return MessageStream(target, opts, engine=PushEngine)
     work = _auto_ack(handler, manual_ack, cfg.ack_policy is AckPolicy.NONE)
-    return ConsumeHandle(consumer, opts, work, workers, error_handler, engine=PushEngine,  # type: ignore[arg-type]
-                         nak_delay=nak_delay)
+    return ConsumeHandle(target, opts, work, workers, error_handler, engine=PushEngine, nak_delay=nak_delay)
 
 
 #: The idle heartbeat of an ordered push consumer when none is given (as nats.go).
@@ -435,7 +432,7 @@ _ORDERED_HEARTBEAT = 5.0
 _ORDERED_INACTIVE = 300.0
 
 
-def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerConfig,
+def _ordered(js: Any, subject: str, stream_name: str, wanted: ConsumerConfig,
              handler: Callable[[Msg], Any] | None, workers: int, error_handler: Any, msgs_limit: Any,
              bytes_limit: Any, nak_delay: NakDelay) -> Subscription:
     base = attrs.evolve(wanted, name=None, durable_name=None, ack_policy=AckPolicy.NONE, flow_control=True,
@@ -448,15 +445,15 @@ def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerCo
     handle._label = f"the ordered push consumer of stream {stream_name!r}"
     opts = attrs.evolve(push_options(first, msgs_limit, bytes_limit), gap_check=False)  # it resets instead
 
-    def engine(consumer: PushConsumer, opts: Any, sink: Any) -> OrderedPush:
-        return OrderedPush(js, stream_name, base, consumer, opts, sink)
+    def engine(target: Target, opts: Any, sink: Any) -> OrderedPush:
+        return OrderedPush(js, stream_name, base, handle, target, opts, sink)
 
+    target = handle._target(opts.deliver_subject)
     reader: ConsumeHandle | MessageStream
     if handler is None:
-        reader = MessageStream(handle, opts, engine=engine)  # type: ignore[arg-type]
+        reader = MessageStream(target, opts, engine=engine)
     else:
-        reader = ConsumeHandle(handle, opts, handler, workers, error_handler, engine=engine,  # type: ignore[arg-type]
-                               nak_delay=nak_delay)
+        reader = ConsumeHandle(target, opts, handler, workers, error_handler, engine=engine, nak_delay=nak_delay)
     return Subscription(js, subject, None, handle, False, reader, error_handler)
 
 
@@ -466,14 +463,15 @@ class OrderedPush:
     received whenever the consumer sequence skips, a heartbeat is missed or the connection came back
     (its ``_engine.ResetHook``). The new deliver subject is subscribed before the consumer is created."""
 
-    def __init__(self, js: "JetStream", stream: str, base: ConsumerConfig, handle: PushConsumer, opts: Any,
-                 sink: Any) -> None:
+    def __init__(self, js: Any, stream: str, base: ConsumerConfig, handle: PushConsumer, target: Target,
+                 opts: Any, sink: Any) -> None:
         self._js = js
         self._stream = stream
         self._base = base
         self._handle = handle
         self._sink = sink
-        self._push = PushEngine(handle, opts, self._deliver, hook=self)
+        self._target = target
+        self._push = PushEngine(target, opts, self._deliver, hook=self)
         self.halted = self._push.halted
         self.taken = self._push.taken
         self.buffered = self._push.buffered
@@ -528,7 +526,7 @@ class OrderedPush:
             self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
         elif reason == "dropped" and not self._resetting:
             self._sink(Warning_(errors.SlowConsumerError(
-                f"{self._handle._label}: buffer full; recreating it after the last message kept")))
+                f"{self._target.label}: buffer full; recreating it after the last message kept")))
         self._reset_soon()
         return True
 
@@ -592,7 +590,7 @@ class OrderedPush:
                                      f"deleting ordered push consumer {name!r}")
 
 
-def pull_subscribe(js: "JetStream", subject: str, durable: str | None = None, stream: str | None = None,
+def pull_subscribe(js: Any, subject: str, durable: str | None = None, stream: str | None = None,
                    config: ConsumerConfig | Mapping[str, Any] | None = None) -> Consumer:
     """See ``JetStream.pull_subscribe``."""
     check_subject(subject)
