@@ -738,6 +738,11 @@ class ContinuousPull:
 
         self._conn.loop_thread.spawn(ask(), name="jetstream-sync-pull-check")
 
+    @property
+    def ending(self) -> bool:
+        """True once the pull was told to stop (halted). No I/O."""
+        return self._stopped
+
     def halt(self, err: BaseException | None) -> None:
         """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
         if self._stopped:

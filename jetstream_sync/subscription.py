@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import enum
-import itertools
 import logging
 import secrets
 import threading
@@ -27,14 +26,13 @@ import attrs
 from . import errors
 from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, check_subject
-from ._engine import Target, Terminal, Warning_
-from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
-from .config import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, config_from
+from ._engine import Target
+from .config import AckPolicy, ConsumerConfig, ConsumerInfo, config_from
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .consumer import Consumer
 from .message import Msg
-from .ordered import create_incarnation
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
+from .ordered_push import OrderedPush
 from .push_consumer import PushConsumer
 
 __all__ = ["Subscription", "pull_subscribe", "subscribe"]
@@ -445,8 +443,11 @@ def _ordered(js: Any, subject: str, stream_name: str, wanted: ConsumerConfig,
     handle._label = f"the ordered push consumer of stream {stream_name!r}"
     opts = attrs.evolve(push_options(first, msgs_limit, bytes_limit), gap_check=False)  # it resets instead
 
+    def named(name: str) -> None:
+        handle.name = name  # the subscription names the consumer of the moment
+
     def engine(target: Target, opts: Any, sink: Any) -> OrderedPush:
-        return OrderedPush(js, stream_name, base, handle, target, opts, sink)
+        return OrderedPush(base, target, opts, sink, named)
 
     target = handle._target(opts.deliver_subject)
     reader: ConsumeHandle | MessageStream
@@ -455,139 +456,6 @@ def _ordered(js: Any, subject: str, stream_name: str, wanted: ConsumerConfig,
     else:
         reader = ConsumeHandle(target, opts, handler, workers, error_handler, engine=engine, nak_delay=nak_delay)
     return Subscription(js, subject, None, handle, False, reader, error_handler)
-
-
-class OrderedPush:
-    """The engine of ``subscribe(ordered_consumer=True)`` (loop thread): a :class:`PushEngine` it holds,
-    moved to a new ephemeral, AckNone, flow-controlled consumer starting after the last stream sequence
-    received whenever the consumer sequence skips, a heartbeat is missed or the connection came back
-    (its ``_engine.ResetHook``). The new deliver subject is subscribed before the consumer is created."""
-
-    def __init__(self, js: Any, stream: str, base: ConsumerConfig, handle: PushConsumer, target: Target,
-                 opts: Any, sink: Any) -> None:
-        self._js = js
-        self._stream = stream
-        self._base = base
-        self._handle = handle
-        self._sink = sink
-        self._target = target
-        self._push = PushEngine(target, opts, self._deliver, hook=self)
-        self.halted = self._push.halted
-        self.taken = self._push.taken
-        self.buffered = self._push.buffered
-        self.limit = self._push.limit
-        self._token = secrets.token_hex(4)
-        self._serial = itertools.count(1)
-        self._name = ""        # the current server-side consumer
-        self._dseq = 0         # last consumer sequence received from it
-        self._recv = 0         # last stream sequence received
-        self._resetting = False
-        self._again = False    # asked to reset while resetting
-
-    pulls = 0
-
-    @property
-    def received(self) -> int:
-        return self._push.received
-
-    @property
-    def dropped(self) -> int:
-        return self._push.dropped
-
-    async def start(self) -> None:
-        self._push.attach()
-        try:
-            await self._reset("start")
-        except BaseException:  # cancelled by the caller's timeout, or worse: leave nothing running
-            self._push.halt(None)  # its Terminal deletes a consumer already made
-            raise
-
-    def stop_soon(self) -> None:
-        self._push.stop_soon()
-
-    # -- the reset hook (loop thread) -----------------------------------------
-
-    def admit(self, reply: bytes) -> bool:
-        # No "resetting" test: the old deliver subject is muted, so what arrives is the new consumer's,
-        # which may deliver before its create call has returned.
-        try:
-            fields = parse_ack_subject(reply)
-        except ValueError:
-            return True
-        sseq, dseq = fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
-        if dseq != self._dseq + 1:
-            self._reset_soon()
-            return False
-        self._dseq, self._recv = dseq, sseq
-        return True
-
-    def lost(self, reason: str, error: BaseException | None) -> bool:
-        if reason == "heartbeat":
-            self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
-        elif reason == "dropped" and not self._resetting:
-            self._sink(Warning_(errors.SlowConsumerError(
-                f"{self._target.label}: buffer full; recreating it after the last message kept")))
-        self._reset_soon()
-        return True
-
-    @property
-    def consumer_seq(self) -> int:
-        """The last consumer sequence kept from the current consumer (the engine compares heartbeats)."""
-        return self._dseq
-
-    def _deliver(self, item: Any) -> None:
-        if type(item) is Terminal and self._name:
-            self._delete_soon(self._name)
-        self._sink(item)
-
-    # -- resets ----------------------------------------------------------------
-
-    def _reset_soon(self) -> None:
-        if self.halted.is_set():
-            return
-        if self._resetting:
-            self._again = True  # out of step again while the last reset ran (it kept delivering): once more
-            return
-        self._js._conn.loop_thread.spawn(self._reset("reset"), name="jetstream-sync-ordered-push-reset")
-
-    async def _reset(self, reason: str) -> None:
-        if self._resetting or self.halted.is_set():
-            return
-        self._resetting = True
-        try:
-            await self._push.suspend()
-            if self._name:
-                self._delete_soon(self._name)
-            self._dseq = 0
-            inbox = self._js._conn.new_inbox()
-            await self._push.retarget(inbox)  # interest first, then the consumer
-            if self._push.ending:  # told to stop meanwhile: make nothing new
-                return
-            name = await create_incarnation(self._js._jsapi, lambda: self._create_request(inbox), self._sink,
-                                            self.halted, self._push.halt)
-            if name is not None:
-                if self._push.ending:  # ended while creating: the Terminal did not know this one
-                    self._delete_soon(name)
-                    return
-                self._name = self._handle.name = name
-        finally:
-            self._resetting = False
-        if self._again:
-            self._again = False
-            self._reset_soon()
-
-    def _create_request(self, inbox: str) -> tuple[str, dict[str, Any], str]:
-        cfg = attrs.evolve(self._base, name=f"jss_ordered_{self._token}_{next(self._serial)}", deliver_subject=inbox)
-        if self._recv:
-            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self._recv + 1,
-                               opt_start_time=None)
-        filt = cfg.filter_subject if not cfg.filter_subjects else None
-        payload = {"stream_name": self._stream, "config": cfg.to_request(), "action": "create"}
-        return self._js._api.consumer_create(self._stream, cfg.name, filt), payload, cfg.name  # type: ignore[arg-type]
-
-    def _delete_soon(self, name: str) -> None:
-        self._js._jsapi.request_soon(self._js._api.consumer_delete(self._stream, name), None,
-                                     f"deleting ordered push consumer {name!r}")
 
 
 def pull_subscribe(js: Any, subject: str, durable: str | None = None, stream: str | None = None,
