@@ -466,6 +466,106 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
                           threshold_messages=tm, threshold_bytes=None)
 
 
+class PullCredit:
+    """The credit of a continuous pull (ADR-37), pure bookkeeping with no I/O: messages (or bytes)
+    requested from the server and not yet taken by a reader. A new request tops credit back up to
+    the limit once it has fallen to the threshold, so what waits locally never exceeds
+    ``max_messages``/``max_bytes``. Thread-safe: the loop thread delivers and requests, readers take."""
+
+    __slots__ = ("_opts", "_lock", "pending_msgs", "pending_bytes", "buffered_msgs", "buffered_bytes",
+                 "scheduled", "wait_for_empty")
+
+    def __init__(self, opts: ConsumeOptions) -> None:
+        self._opts = opts
+        self._lock = threading.Lock()  # held briefly on both sides
+        self.pending_msgs = 0       # requested, not yet delivered (or cancelled by a status)
+        self.pending_bytes = 0
+        self.buffered_msgs = 0      # delivered, not yet taken by a reader
+        self.buffered_bytes = 0
+        #: A refill was asked of the loop thread and has not run yet.
+        self.scheduled = False
+        #: A message did not fit the free bytes: request again only once the buffer is empty.
+        self.wait_for_empty = False
+
+    def _due(self) -> bool:
+        opts = self._opts
+        if opts.max_bytes is None:
+            return self.pending_msgs + self.buffered_msgs <= opts.threshold_messages
+        return self.pending_bytes + self.buffered_bytes <= opts.threshold_bytes  # type: ignore[operator]
+
+    def delivered(self, size: int) -> bool:
+        """A message of ``size`` bytes arrived; True when credit has fallen to the threshold."""
+        with self._lock:
+            self.pending_msgs = max(0, self.pending_msgs - 1)
+            self.pending_bytes = max(0, self.pending_bytes - size)
+            self.buffered_msgs += 1
+            self.buffered_bytes += size
+            return self._due()
+
+    def taken(self, size: int) -> bool:
+        """A reader took a message of ``size`` bytes; True when a refill should be asked for now (due,
+        and none asked for yet: the caller then asks once)."""
+        with self._lock:
+            self.buffered_msgs -= 1
+            self.buffered_bytes -= size
+            if self.scheduled or not self._due():
+                return False
+            self.scheduled = True
+            return True
+
+    def next_request(self) -> tuple[int, int | None] | None:
+        """(batch, max_bytes) of the pull request that tops credit up to the limit, counted as pending;
+        None when credit is above the threshold (or a message too big waits for an empty buffer)."""
+        opts = self._opts
+        with self._lock:
+            self.scheduled = False
+            if opts.max_bytes is None:
+                credit = self.pending_msgs + self.buffered_msgs
+                if credit > opts.threshold_messages or credit >= opts.max_messages:
+                    return None
+                batch = opts.max_messages - credit
+                self.pending_msgs += batch
+                return batch, None
+            credit = self.pending_bytes + self.buffered_bytes
+            if credit > opts.threshold_bytes or credit >= opts.max_bytes:  # type: ignore[operator]
+                return None
+            if self.wait_for_empty:
+                if self.buffered_bytes > 0:
+                    return None
+                self.wait_for_empty = False
+            max_bytes = opts.max_bytes - credit
+            self.pending_bytes += max_bytes
+            return BYTES_BATCH, max_bytes
+
+    def unsent(self, batch: int, max_bytes: int | None) -> None:
+        """The request of :meth:`next_request` never left: its credit is not pending."""
+        with self._lock:
+            if max_bytes is None:
+                self.pending_msgs -= batch
+            else:
+                self.pending_bytes -= max_bytes
+
+    def forget(self) -> None:
+        """Credit in flight will never arrive (a refused or lost pull, a reconnect, a new consumer)."""
+        with self._lock:
+            self.pending_msgs = 0
+            self.pending_bytes = 0
+
+    def cancelled(self, msgs: int, size: int) -> None:
+        """The server ended a request with ``msgs`` messages and ``size`` bytes undelivered."""
+        with self._lock:
+            self.pending_msgs = max(0, self.pending_msgs - msgs)
+            self.pending_bytes = max(0, self.pending_bytes - size)
+
+    def too_big(self) -> bool:
+        """The next message is bigger than the free byte credit: True when the buffer is empty already
+        (even the whole budget is too small), else the next request waits until it is."""
+        with self._lock:
+            empty = self.buffered_bytes <= 0
+            self.wait_for_empty = not empty
+            return empty
+
+
 RETRY_PULL_DELAY = 1.0
 
 
@@ -496,13 +596,7 @@ class ContinuousPull:
         self._conn = target.conn
         self._opts = opts
         self._sink = sink
-        self._lock = threading.Lock()  # guards the counters below; held briefly on both sides
-        self._pending_msgs = 0      # requested, not yet delivered (or cancelled by a status)
-        self._pending_bytes = 0
-        self._buffered_msgs = 0     # delivered, not yet taken by a user thread
-        self._buffered_bytes = 0
-        self._check_scheduled = False
-        self._wait_for_empty = False  # a message did not fit the free bytes: pull again once all are free
+        self._credit = PullCredit(opts)
         self.pulls = 0
         self.received = 0
         self._sub: Any = None
@@ -555,9 +649,7 @@ class ContinuousPull:
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
 
     def _request(self, batch: int, max_bytes: int | None) -> None:
         opts = self._opts
@@ -570,33 +662,14 @@ class ContinuousPull:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
         if self._stopped or self._paused or self._retry_timer is not None or self._sub is None or self._checking:
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
-        opts = self._opts
-        with self._lock:
-            self._check_scheduled = False
-            if opts.max_bytes is None:
-                credit = self._pending_msgs + self._buffered_msgs
-                if credit > opts.threshold_messages or credit >= opts.max_messages:
-                    return
-                batch, max_bytes = opts.max_messages - credit, None
-                self._pending_msgs += batch
-            else:
-                credit = self._pending_bytes + self._buffered_bytes
-                if credit > opts.threshold_bytes or credit >= opts.max_bytes:
-                    return
-                if self._wait_for_empty:
-                    if self._buffered_bytes > 0:
-                        return
-                    self._wait_for_empty = False
-                batch, max_bytes = BYTES_BATCH, opts.max_bytes - credit
-                self._pending_bytes += max_bytes
+        request = self._credit.next_request()
+        if request is None:
+            return
+        batch, max_bytes = request
         try:
             self._request(batch, max_bytes)
         except errors.JetStreamError as exc:  # disconnected with a full buffer: retry on reconnect
-            with self._lock:
-                if max_bytes is None:
-                    self._pending_msgs -= batch
-                else:
-                    self._pending_bytes -= max_bytes
+            self._credit.unsent(batch, max_bytes)
             log.debug("jetstream_sync: pull request not sent: %s", exc)
 
     def _check_soon(self) -> None:
@@ -626,9 +699,7 @@ class ContinuousPull:
         if self._hook is not None and self._hook.lost("heartbeat", err):
             return
         self._sink(Warning_(err))
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         self._check()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
@@ -643,19 +714,9 @@ class ContinuousPull:
             return
         if self._hook is not None and not self._hook.admit(reply):
             return
-        size = len(subject) + len(reply) + len(raw_headers) + len(data)
-        opts = self._opts
-        with self._lock:
-            self._pending_msgs = max(0, self._pending_msgs - 1)
-            self._pending_bytes = max(0, self._pending_bytes - size)
-            self._buffered_msgs += 1
-            self._buffered_bytes += size
-            # Workers free credit as they take messages; notice it here too, so
-            # a busy loop refills without waiting for a worker's wake-up call.
-            if opts.max_bytes is None:
-                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
-            else:
-                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
+        # Workers free credit as they take messages; notice it here too, so
+        # a busy loop refills without waiting for a worker's wake-up call.
+        due = self._credit.delivered(len(subject) + len(reply) + len(raw_headers) + len(data))
         self.received += 1
         self._sink(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
         if due:
@@ -673,18 +734,13 @@ class ContinuousPull:
             return  # nobody serves this consumer's pulls: it is gone
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
-            with self._lock:
-                self._pending_msgs = max(0, self._pending_msgs - int(pm or 0))
-                self._pending_bytes = max(0, self._pending_bytes - int(pb or 0))
+            self._credit.cancelled(int(pm or 0), int(pb or 0))
         if kind is Status.END:
             if self._opts.max_bytes is not None and "exceeds maxbytes" in hdrs.get("Description", "").lower():
                 # The next message is bigger than the free byte credit. Wait for
                 # the buffer to empty and pull the whole budget; if even that
                 # is too small, say so and back off instead of spinning.
-                with self._lock:
-                    empty = self._buffered_bytes <= 0
-                    self._wait_for_empty = not empty
-                if empty:
+                if self._credit.too_big():
                     self._sink(Warning_(errors.JetStreamError(
                         f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))
                     if self._retry_timer is None:
@@ -708,9 +764,7 @@ class ContinuousPull:
             self._ask(err, terminal=False)
         elif not self._checking:
             self._sink(Warning_(err))
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         if self._retry_timer is None:
             self._retry_timer = self._conn.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
 
@@ -775,9 +829,7 @@ class ContinuousPull:
         self._heartbeat.seen()
         if self._hook is not None and self._hook.lost("reconnect", None):
             return
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         self._check()
 
     def on_closed(self) -> None:
@@ -794,19 +846,8 @@ class ContinuousPull:
 
     def taken(self, size: int) -> None:
         """A user thread took one message out of the buffer: free its credit. Never blocks on I/O."""
-        opts = self._opts
-        with self._lock:
-            self._buffered_msgs -= 1
-            self._buffered_bytes -= size
-            if self._check_scheduled or self._stopped:
-                return
-            if opts.max_bytes is None:
-                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
-            else:
-                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
-            if not due:
-                return
-            self._check_scheduled = True
+        if not self._credit.taken(size) or self._stopped:
+            return
         try:
             self._conn.loop_thread.call_soon(self._check_soon)
         except errors.ClientClosedError:
@@ -818,7 +859,7 @@ class ContinuousPull:
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""
-        return self._buffered_msgs
+        return self._credit.buffered_msgs
 
     def stop_soon(self) -> None:
         """Ask the loop to halt this pull (any thread). Never blocks."""

@@ -95,6 +95,73 @@ def core_target(conn: Connection, subject: str, queue: str | None) -> Target:
     return Target(conn=conn, label=label, timeout=conn.default_timeout, name=subject, subject=subject)
 
 
+class FlowLedger:
+    """The push engine's bookkeeping, pure, with no I/O: the buffer's room (messages and bytes
+    delivered, not yet taken) and flow control (ADR-15): a request is answered once readers have
+    taken every message delivered before it, and no subject is answered twice. Thread-safe: the
+    loop thread delivers and records requests, readers take."""
+
+    __slots__ = ("msgs_limit", "bytes_limit", "_lock", "buffered_msgs", "buffered_bytes", "taken_count", "_waiting",
+                 "_answered")
+
+    def __init__(self, msgs_limit: int, bytes_limit: int) -> None:
+        self.msgs_limit = msgs_limit
+        self.bytes_limit = bytes_limit
+        self._lock = threading.Lock()
+        self.buffered_msgs = 0
+        self.buffered_bytes = 0
+        self.taken_count = 0  # messages readers took, ever
+        self._waiting: collections.deque[tuple[int, str]] = collections.deque()  # (delivered before it, reply)
+        self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
+
+    def full(self, size: int) -> bool:
+        """Whether a message of ``size`` bytes finds no room. Only the delivering thread adds, readers
+        only take away, so what was free here is still free when :meth:`delivered` follows."""
+        return self.buffered_msgs >= self.msgs_limit or self.buffered_bytes + size > self.bytes_limit
+
+    def delivered(self, size: int) -> None:
+        with self._lock:
+            self.buffered_msgs += 1
+            self.buffered_bytes += size
+
+    def taken(self, size: int) -> bool:
+        """A reader took a message of ``size`` bytes; True when a waiting flow-control request is due."""
+        with self._lock:
+            self.buffered_msgs -= 1
+            self.buffered_bytes -= size
+            self.taken_count += 1
+            return bool(self._waiting) and self.taken_count >= self._waiting[0][0]
+
+    def requested(self, delivered: int, reply: str) -> bool:
+        """A flow-control request came after ``delivered`` messages: True to answer it now (all taken),
+        else it waits for :meth:`due`."""
+        with self._lock:
+            if self.taken_count >= delivered:
+                return True
+            self._waiting.append((delivered, reply))
+            return False
+
+    def due(self) -> list[str]:
+        """The waiting requests whose messages were all taken, oldest first (removed from the ledger)."""
+        with self._lock:
+            due = []
+            while self._waiting and self.taken_count >= self._waiting[0][0]:
+                due.append(self._waiting.popleft()[1])
+            return due
+
+    def first_answer(self, reply: str) -> bool:
+        """True the first time ``reply`` is to be answered (remembered since); False for a repeat."""
+        if reply in self._answered:
+            return False
+        self._answered.append(reply)
+        return True
+
+    def forget_requests(self) -> None:
+        """The consumer changed: its waiting requests will never be answered."""
+        with self._lock:
+            self._waiting.clear()
+
+
 class PushEngine:
     """Delivery of one push consumer to one reader (loop thread), keeping the ``_engine`` contract.
 
@@ -114,12 +181,8 @@ class PushEngine:
         self._opts = opts
         self._sink = sink
         self.limit: int | None = opts.pending_msgs_limit
-        self._lock = threading.Lock()   # the counters below and the flow-control queue
-        self._buffered_msgs = 0
-        self._buffered_bytes = 0
-        self._taken = 0                 # messages readers took, ever
-        self._fc: collections.deque[tuple[int, str]] = collections.deque()  # (received before it, reply)
-        self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
+        self._ledger = FlowLedger(opts.pending_msgs_limit, opts.pending_bytes_limit)
+        self._lock = threading.Lock()   # the drop count
         self.received = 0
         self.dropped = 0
         self._overflowing = False
@@ -170,8 +233,7 @@ class PushEngine:
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
-        with self._lock:
-            self._fc.clear()
+        self._ledger.forget_requests()
         self._dseq = 0
 
     def _arm_heartbeat(self) -> None:
@@ -203,7 +265,8 @@ class PushEngine:
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         # Room is checked first and taken last: only this thread adds to the counts, readers only
         # take away, so what was free here is still free below.
-        if self._buffered_msgs >= opts.pending_msgs_limit or self._buffered_bytes + size > opts.pending_bytes_limit:
+        ledger = self._ledger
+        if ledger.full(size):
             self._full(reply)
             return
         is_js = reply.startswith(b"$JS.ACK.")
@@ -217,9 +280,7 @@ class PushEngine:
                     pass
                 else:
                     self._check_sequence(dseq)
-        with self._lock:
-            self._buffered_msgs += 1
-            self._buffered_bytes += size
+        ledger.delivered(size)
         self._overflowing = False
         msg = Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply)
         if is_js:
@@ -280,27 +341,16 @@ class PushEngine:
         self._sink(Warning_(err if err is not None else errors.JetStreamError(f"status {code}")))
 
     def _flow_control(self, reply: str) -> None:
-        with self._lock:
-            if self._taken >= self.received:
-                due = True  # everything before it was already taken
-            else:
-                due = False
-                self._fc.append((self.received, reply))
-        if due:
-            self._answer(reply)
+        if self._ledger.requested(self.received, reply):
+            self._answer(reply)  # everything before it was already taken
 
     def _answer(self, reply: str) -> None:
-        if self._stopped or reply in self._answered:
+        if self._stopped or not self._ledger.first_answer(reply):
             return
-        self._answered.append(reply)
         self._write(pub_command(reply, "", b"", b""))
 
     def _answer_due(self) -> None:
-        with self._lock:
-            due = []
-            while self._fc and self._taken >= self._fc[0][0]:
-                due.append(self._fc.popleft()[1])
-        for reply in due:
+        for reply in self._ledger.due():
             self._answer(reply)
 
     def _write(self, cmd: bytes) -> None:
@@ -366,12 +416,7 @@ class PushEngine:
 
     def taken(self, size: int) -> None:
         """A reader took one message out of its buffer: free its room; answer flow control it reached."""
-        with self._lock:
-            self._buffered_msgs -= 1
-            self._buffered_bytes -= size
-            self._taken += 1
-            due = bool(self._fc) and self._taken >= self._fc[0][0]
-        if due:
+        if self._ledger.taken(size):
             try:
                 self._conn.loop_thread.call_soon(self._answer_due)
             except errors.ClientClosedError:
@@ -379,7 +424,7 @@ class PushEngine:
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""
-        return self._buffered_msgs
+        return self._ledger.buffered_msgs
 
     def stop_soon(self) -> None:
         """Stop interest and end once the server's messages sent before are in (any thread). Never blocks."""
