@@ -23,7 +23,8 @@ import attrs
 
 from . import errors
 from ._connection import translate
-from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_
+from ._delivery import ACK_PREFIX, Delivery
+from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Warning_
 from ._loop import WAKE_INTERVAL
 from ._protocol import (
     NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
@@ -224,7 +225,7 @@ class _FetchPull:
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._ended:
-            if reply.startswith(b"$JS.ACK."):  # on the wire when the pull ended: hand it back at once
+            if reply.startswith(ACK_PREFIX):  # on the wire when the pull ended: hand it back at once
                 self._nak(reply)
             return
         self._heartbeat.seen()
@@ -599,15 +600,11 @@ class ContinuousPull:
         self._credit = PullCredit(opts)
         self.pulls = 0
         self.received = 0
-        self._sub: Any = None
         self._inbox = ""
         self._subject = ""
-        self._stopped = False
-        self._paused = False
-        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        self._hb_timer: asyncio.TimerHandle | None = None
+        self._d = Delivery(target, sink, opts.idle_heartbeat, self)
         self._retry_timer: asyncio.TimerHandle | None = None
-        self.halted = threading.Event()  # set once no message can be delivered any more
+        self.halted = self._d.halted  # set once no message can be delivered any more
         self.limit = opts.max_messages if opts.max_bytes is None else None
         self._asked = False     # a consumer info was asked since the last sign of life (a 503 is asked about once)
         self._checking = False  # ... and its answer is awaited: no pull goes out meanwhile
@@ -623,10 +620,7 @@ class ContinuousPull:
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
         :meth:`retarget` names a consumer."""
-        self._conn.add_listener(self)
-        self._paused = not self._conn.is_connected
-        self._heartbeat.seen()
-        self._arm_heartbeat()
+        self._d.attach()
 
     async def retarget(self, name: str) -> None:
         """Pull from consumer ``name`` (of the same stream) on a fresh inbox, starting now."""
@@ -634,18 +628,21 @@ class ContinuousPull:
         self._inbox = client.new_inbox()
         self._subject = self._target.pull_subject(name)
         self._target = self._target.moved(name, self._subject)
-        self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
-        if self._stopped:  # halted while subscribing
-            await client.unsubscribe_raw(self._sub)
+        d = self._d
+        d.subjects = (self._subject, self._inbox)
+        sub = await client.subscribe_raw(self._inbox, self._on_msg)
+        if d.stopped:  # halted while subscribing
+            await client.unsubscribe_raw(sub)
             return
-        self._heartbeat.seen()
+        d.sub = sub
+        d.heartbeat.seen()
         self._check()
 
     async def suspend(self) -> None:
         """Stop pulling from the current consumer: its inbox is muted (what is still on the wire is
         dropped) and unsubscribed, and the credit in flight forgotten. Messages already delivered
         keep their credit until taken. The heartbeat alarm sleeps until :meth:`retarget`."""
-        sub, self._sub = self._sub, None
+        sub, self._d.sub = self._d.sub, None
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
@@ -660,7 +657,8 @@ class ContinuousPull:
 
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
-        if self._stopped or self._paused or self._retry_timer is not None or self._sub is None or self._checking:
+        d = self._d
+        if d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking:
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
         request = self._credit.next_request()
         if request is None:
@@ -675,27 +673,11 @@ class ContinuousPull:
     def _check_soon(self) -> None:
         self._check()
 
-    def _arm_heartbeat(self) -> None:
-        if self._stopped:
-            return
-        self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
-
-    def _on_heartbeat_timer(self) -> None:
-        if self._stopped:
-            return
-        if self._watching() and self._heartbeat.missed(time.monotonic()):
-            self._missed_heartbeat()
-        self._arm_heartbeat()
-
-    def _watching(self) -> bool:
-        """Whether silence now means a missed heartbeat (not while disconnected or suspended)."""
-        return not self._paused and self._sub is not None
-
-    def _missed_heartbeat(self) -> None:
+    def missed_heartbeat(self) -> None:
         # The server (or the pull) is gone without a word: report it, forget
         # the credit that will never arrive and pull afresh.
         err = errors.NoHeartbeatError(
-            f"{self._target.label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+            f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
         if self._hook is not None and self._hook.lost("heartbeat", err):
             return
         self._sink(Warning_(err))
@@ -703,11 +685,11 @@ class ContinuousPull:
         self._check()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        if self._stopped:
-            if reply.startswith(b"$JS.ACK."):  # arrived after stop: hand it back at once
-                self._conn.write_now(ack_command(reply, NAK))
+        d = self._d
+        if d.stopped:
+            d.nak_late(reply)
             return
-        self._heartbeat.seen()
+        d.heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)
@@ -782,7 +764,7 @@ class ContinuousPull:
         async def ask() -> None:
             verdict = await lost_consumer(self._target, err)
             self._checking = False
-            if self._stopped:
+            if self._d.stopped:
                 return
             if terminal or verdict is not err:
                 self.halt(verdict)
@@ -795,58 +777,33 @@ class ContinuousPull:
     @property
     def ending(self) -> bool:
         """True once the pull was told to stop (halted). No I/O."""
-        return self._stopped
+        return self._d.stopped
 
     def halt(self, err: BaseException | None) -> None:
         """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
-        if self._stopped:
+        if self._d.stopped:
             return
         if (isinstance(err, errors.ConsumerDeletedError) and self._hook is not None
                 and self._hook.lost("deleted", err)):
             return
-        self._stopped = True
-        for timer in (self._hb_timer, self._retry_timer):
-            if timer is not None:
-                timer.cancel()
-        self._conn.remove_listener(self)
-        if self._sub is not None:
-            # Dropping interest makes the server discard our waiting pull requests;
-            # the handler stays a little longer to NAK what was already on the wire.
-            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
-                                           name="jetstream-sync-unsub")
-        self.halted.set()
-        self._sink(Terminal(err))
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        self._d.end(err)  # dropping interest makes the server discard our waiting pull requests
 
-    # connection events (loop thread)
-    def on_disconnected(self) -> None:
-        self._paused = True
-
-    def on_reconnected(self) -> None:
-        # ADR-37 rev 2: reset the timer and pull again with full credit, without
-        # asking whether the consumer still exists.
-        self._paused = False
+    def reconnected(self) -> None:
+        """(the skeleton's policy) ADR-37 rev 2: the heartbeat count restarted; pull again with full
+        credit, without asking whether the consumer still exists."""
         self._asked = False  # deleted while we were away? the next 503 asks
-        self._heartbeat.seen()
         if self._hook is not None and self._hook.lost("reconnect", None):
             return
         self._credit.forget()
         self._check()
 
-    def on_closed(self) -> None:
-        self.halt(errors.ClientClosedError("the client was closed"))
-
-    def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        # Refused pulls would only ever be refused again: end with the error.
-        for mine in (self._subject, self._inbox):
-            if subject == mine.lower():
-                self.halt(spelled(error, mine))
-                return
-
     # -- user threads ------------------------------------------------------
 
     def taken(self, size: int) -> None:
         """A user thread took one message out of the buffer: free its credit. Never blocks on I/O."""
-        if not self._credit.taken(size) or self._stopped:
+        if not self._credit.taken(size) or self._d.stopped:
             return
         try:
             self._conn.loop_thread.call_soon(self._check_soon)
@@ -863,10 +820,7 @@ class ContinuousPull:
 
     def stop_soon(self) -> None:
         """Ask the loop to halt this pull (any thread). Never blocks."""
-        try:
-            self._conn.loop_thread.call_soon(self.halt, None)
-        except errors.ClientClosedError:
-            self.halted.set()
+        self._d.stop_soon(self.halt, None)
 
 
 # -- next(): one message on a long-lived inbox --------------------------------
@@ -926,7 +880,7 @@ class NextInbox:
             return
         if q is not None:
             q.put((subject, reply, data, raw_headers))
-        elif reply.startswith(b"$JS.ACK."):  # nobody waits for it any more: hand it back
+        elif reply.startswith(ACK_PREFIX):  # nobody waits for it any more: hand it back
             try:
                 self._conn.write_now(ack_command(reply, NAK))
             except errors.JetStreamError:

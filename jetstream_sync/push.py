@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from time import monotonic
 from typing import Any
 
@@ -23,10 +22,10 @@ import attrs
 
 from . import errors
 from ._connection import Connection
-from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_
+from ._delivery import ACK_PREFIX, Delivery
+from ._engine import ResetHook, Sink, Target, Warning_
 from ._protocol import (
-    ACK_CONSUMER_SEQ, NAK, Status, ack_command, check_count, classify_status, parse_ack_subject,
-    pub_command, spelled, status_of,
+    ACK_CONSUMER_SEQ, Status, check_count, classify_status, parse_ack_subject, pub_command, status_of,
 )
 from .config import AckPolicy, ConsumerConfig
 from .message import Msg
@@ -187,13 +186,9 @@ class PushEngine:
         self.dropped = 0
         self._overflowing = False
         self._dseq = 0                  # last consumer sequence seen (kept across reconnects)
-        self._sub: Any = None
-        self._stopped = False
         self._winding = False
-        self._paused = False
-        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        self._hb_timer: Any = None
-        self.halted = threading.Event()
+        self._d = Delivery(target, sink, opts.idle_heartbeat, self)
+        self.halted = self._d.halted
 
     # -- loop thread ---------------------------------------------------------
 
@@ -209,53 +204,44 @@ class PushEngine:
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is received until
         :meth:`retarget` names a deliver subject."""
-        self._conn.add_listener(self)
-        self._paused = not self._conn.is_connected
-        self._heartbeat.seen()
-        if self._opts.idle_heartbeat:
-            self._arm_heartbeat()
+        self._d.attach()
 
     async def retarget(self, deliver_subject: str) -> None:
         """Receive on ``deliver_subject`` from now on (a new consumer's, for the ordered push consumer)."""
         self._subject = deliver_subject
+        d = self._d
+        d.subjects = (deliver_subject,)
         sub = await self._conn.subscribe_raw(deliver_subject, self._on_msg, queue=self._opts.deliver_group or "")
-        if self._stopped or self._winding:
+        if d.stopped or self._winding:
             await self._conn.unsubscribe_raw(sub)
             return
-        self._sub = sub
-        self._heartbeat.seen()
+        d.sub = sub
+        d.heartbeat.seen()
 
     async def suspend(self) -> None:
         """Stop receiving from the current deliver subject: muted (what is on the wire is dropped) and
         unsubscribed; flow-control requests of that consumer are forgotten and the consumer sequence
         restarts. Messages already delivered keep their room until taken."""
-        sub, self._sub = self._sub, None
+        sub, self._d.sub = self._d.sub, None
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
         self._ledger.forget_requests()
         self._dseq = 0
 
-    def _arm_heartbeat(self) -> None:
-        if not self._stopped:
-            self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
-
-    def _on_heartbeat_timer(self) -> None:
-        if self._stopped:
-            return
-        if not self._paused and self._sub is not None and self._heartbeat.missed(time.monotonic()):
-            err = errors.NoHeartbeatError(
-                f"{self._target.label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
-            if self._hook is None or not self._hook.lost("heartbeat", err):
-                self._sink(Warning_(err))
-        self._arm_heartbeat()
+    def missed_heartbeat(self) -> None:
+        """(the skeleton's policy) Said as a warning, unless an ordered consumer recreates itself."""
+        err = errors.NoHeartbeatError(
+            f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
+        if self._hook is None or not self._hook.lost("heartbeat", err):
+            self._sink(Warning_(err))
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        if self._stopped:
-            if reply.startswith(b"$JS.ACK."):  # arrived after the end: hand it back at once
-                self._write(ack_command(reply, NAK))
+        d = self._d
+        if d.stopped:
+            d.nak_late(reply)
             return
-        self._heartbeat.last_seen = monotonic()  # HeartbeatWatch.seen(), inlined: once per message
+        d.heartbeat.last_seen = monotonic()  # HeartbeatWatch.seen(), inlined: once per message
         if raw_headers and not data:
             status = status_of(raw_headers, data)
             if status is not None:
@@ -269,7 +255,7 @@ class PushEngine:
         if ledger.full(size):
             self._full(reply)
             return
-        is_js = reply.startswith(b"$JS.ACK.")
+        is_js = reply.startswith(ACK_PREFIX)
         if is_js:
             if self._hook is not None and not self._hook.admit(reply):
                 return
@@ -292,12 +278,12 @@ class PushEngine:
         opts = self._opts
         with self._lock:
             self.dropped += 1
-        if opts.gap_check and reply.startswith(b"$JS.ACK."):
+        if opts.gap_check and reply.startswith(ACK_PREFIX):
             try:  # it arrived: a drop is counted and said, never also reported as a gap
                 self._dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
             except ValueError:
                 pass
-        if self._hook is not None and reply.startswith(b"$JS.ACK.") and self._hook.lost("dropped", None):
+        if self._hook is not None and reply.startswith(ACK_PREFIX) and self._hook.lost("dropped", None):
             return  # an ordered consumer starts again after the last message it kept (every drop: idempotent)
         if self._overflowing:
             return
@@ -345,7 +331,7 @@ class PushEngine:
             self._answer(reply)  # everything before it was already taken
 
     def _answer(self, reply: str) -> None:
-        if self._stopped or not self._ledger.first_answer(reply):
+        if self._d.stopped or not self._ledger.first_answer(reply):
             return
         self._write(pub_command(reply, "", b"", b""))
 
@@ -362,11 +348,11 @@ class PushEngine:
     async def _wind_down(self) -> None:
         """Stop interest first (UNSUB, then a round trip), so every message the server sent before
         reaches the reader; then end."""
-        if self._winding or self._stopped:
+        if self._winding or self._d.stopped:
             return
         self._winding = True
         try:
-            sub, self._sub = self._sub, None
+            sub, self._d.sub = self._d.sub, None
             if sub is not None:
                 await self._conn.unsubscribe_raw(sub, linger=_WIND_DOWN_WAIT + 2.0)
                 try:
@@ -379,38 +365,16 @@ class PushEngine:
     @property
     def ending(self) -> bool:
         """True once the engine was told to stop (winding down or halted). No I/O."""
-        return self._winding or self._stopped
+        return self._winding or self._d.stopped
 
     def halt(self, err: BaseException | None) -> None:
         """End delivery for good (loop thread): unsubscribe, cancel the alarm, send ``Terminal``. Idempotent."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self._hb_timer is not None:
-            self._hb_timer.cancel()
-        self._conn.remove_listener(self)
-        if self._sub is not None:
-            sub, self._sub = self._sub, None
-            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(sub, linger=2.0), name="jetstream-sync-unsub")
-        self.halted.set()
-        self._sink(Terminal(err))
+        self._d.end(err)
 
-    # connection events (loop thread)
-    def on_disconnected(self) -> None:
-        self._paused = True
-
-    def on_reconnected(self) -> None:
-        self._paused = False
-        self._heartbeat.seen()  # nats-py subscribed again; deliveries resume
+    def reconnected(self) -> None:
+        """(the skeleton's policy) nats-py subscribed again; an ordered consumer starts afresh."""
         if self._hook is not None:
             self._hook.lost("reconnect", None)
-
-    def on_closed(self) -> None:
-        self.halt(errors.ClientClosedError("the client was closed"))
-
-    def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        if subject == self._subject.lower():
-            self.halt(spelled(error, self._subject))
 
     # -- any thread ------------------------------------------------------------
 
@@ -429,8 +393,5 @@ class PushEngine:
     def stop_soon(self) -> None:
         """Stop interest and end once the server's messages sent before are in (any thread). Never blocks."""
         lt = self._conn.loop_thread
-        try:
-            lt.call_soon(lambda: lt.spawn(self._wind_down(), name="jetstream-sync-push-wind-down"))
-        except errors.ClientClosedError:
-            self.halted.set()
+        self._d.stop_soon(lambda: lt.spawn(self._wind_down(), name="jetstream-sync-push-wind-down"))
 
