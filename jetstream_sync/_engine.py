@@ -15,11 +15,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 import attrs
 
+from . import errors
 from ._connection import Connection
 from ._jsapi import JsApi
 from .api import ApiPrefix
 
-__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Target", "Terminal", "Warning_"]
+__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Target", "Terminal", "Warning_",
+           "lost_verdict"]
 
 
 @attrs.frozen(kw_only=True)
@@ -49,6 +51,11 @@ class Target:
         """The same target on another server-side consumer (an ordered consumer's next incarnation)."""
         return attrs.evolve(self, consumer=consumer, subject=subject)
 
+    def info_subject(self) -> str:
+        """The ``CONSUMER.INFO`` subject of this target's consumer (asked when it looks lost)."""
+        assert self.api is not None and self.stream is not None and self.consumer is not None
+        return self.api.consumer_info(self.stream, self.consumer)
+
     def pull_subject(self, consumer: str) -> str:
         """The ``CONSUMER.MSG.NEXT`` subject of ``consumer`` in this target's stream."""
         assert self.api is not None and self.stream is not None
@@ -71,6 +78,21 @@ class Terminal:
 
     def __init__(self, error: BaseException | None) -> None:
         self.error = error
+
+
+def lost_verdict(target: Target, err: BaseException, failure: BaseException | None) -> BaseException:
+    """The error a pull ends with, given ``err`` (a 409 Consumer Deleted, a 503, a missed heartbeat) and
+    what the consumer info request asked then raised (None: the consumer is there). A missing stream or
+    consumer is a terminal ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
+    if isinstance(failure, errors.StreamNotFoundError):
+        gone: BaseException = errors.ConsumerDeletedError(
+            f"{target.label} is gone: stream {target.stream!r} was deleted", target.stream, target.consumer)
+    elif isinstance(failure, errors.ConsumerNotFoundError):
+        gone = errors.ConsumerDeletedError(f"{target.label} was deleted", target.stream, target.consumer)
+    else:
+        return err
+    gone.__cause__ = failure
+    return gone
 
 
 class HeartbeatWatch:

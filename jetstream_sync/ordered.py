@@ -33,7 +33,9 @@ from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ
 from .message import Msg
 from ._engine import Sink, Target, Terminal
 from .ordered_core import OrderedCore, start_after
-from .pull import ContinuousPull, MessageBatch, consume_options
+from .fetch import MessageBatch
+from .pull import ContinuousPull
+from .pull_options import consume_options
 
 __all__ = ["OrderedConsumer", "OrderedPull"]
 

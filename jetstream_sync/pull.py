@@ -1,5 +1,7 @@
-# The pull engine: pull requests, status handling and hand-over to user
-# threads, run on the loop thread (ADR-37 "Consume specification").
+# The pull engines: pull requests, status handling and hand-over to user
+# threads, run on the loop thread (ADR-37 "Consume specification"): the one-shot
+# pull of fetch(), the inbox of next() and the continuous pull of messages() and
+# consume(). What the user's thread does with them is fetch.py's and consume.py's.
 #
 # Rule 1: one inbox subscription per pull call; its raw handler runs on the
 #         loop thread, never blocks and never runs user code: messages go into
@@ -17,116 +19,29 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Iterator
-
-import attrs
+from typing import Any
 
 from . import errors
 from ._connection import translate
 from ._delivery import ACK_PREFIX, Delivery
-from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Warning_
-from ._loop import WAKE_INTERVAL
-from ._protocol import (
-    NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
-    status_of,
-)
+from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_, lost_verdict
+from ._protocol import NAK, Status, ack_command, classify_status, pub_command, pull_request, spelled, status_of
 from .message import Msg
+from .pull_options import BYTES_BATCH, ConsumeOptions, FetchOptions
 
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
-           "fetch_options"]
+__all__ = ["ContinuousPull", "FetchPull", "NextInbox", "PullCredit", "lost_consumer"]
 
 log = logging.getLogger(__name__)
 
-#: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
-BYTES_BATCH = 1_000_000
-#: Extra time the client waits beyond the server-side ``expires``.
-CLIENT_MARGIN = 1.0
-#: A fetch with ``timeout=`` asks the server to end its pull this much earlier, so the end arrives in time.
-TIMEOUT_MARGIN = 0.1
 #: Status kinds that only show the consumer is alive (a flow-control request never comes to a pull).
 _IDLE = (Status.HEARTBEAT, Status.FLOW_CONTROL)
 
 
-@attrs.frozen(kw_only=True)
-class FetchOptions:
-    """A validated one-shot pull: what goes into the ``CONSUMER.MSG.NEXT`` request."""
-
-    batch: int
-    max_bytes: int | None
-    expires: float
-    idle_heartbeat: float | None
-    no_wait: bool = False
-    #: The caller's bound on the whole fetch (seconds), None for none.
-    timeout: float | None = None
-
-    def request(self) -> dict[str, Any]:
-        return pull_request(self.batch, max_bytes=self.max_bytes, expires=self.expires,
-                            idle_heartbeat=self.idle_heartbeat, no_wait=self.no_wait)
-
-    @property
-    def client_deadline(self) -> float:
-        """Seconds the client waits: longer than the server-side ``expires``, and never past ``timeout``."""
-        wait = self.expires + max(CLIENT_MARGIN, self.expires * 0.1)
-        return wait if self.timeout is None else min(wait, self.timeout)
-
-
-def fetch_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
-                  idle_heartbeat: Any = None, no_wait: bool = False, timeout: float | None = None) -> FetchOptions:
-    """Apply ADR-37's rules for fetch/next: exactly one of max_messages/max_bytes, positive expiry,
-    heartbeat at most half the expiry, on by default from 10 s expiries (5 s, as nats.go).
-
-    A ``timeout`` (seconds, checked by the caller) bounds the fetch: the server-side expiry is cut to
-    end :data:`TIMEOUT_MARGIN` before it, and a heartbeat that no longer fits half of it is dropped."""
-    max_messages = check_count(max_messages, "max_messages")
-    max_bytes = check_count(max_bytes, "max_bytes")
-    if max_messages is not None and max_bytes is not None:
-        raise ValueError("max_messages and max_bytes are exclusive: give exactly one")
-    if max_messages is None and max_bytes is None:
-        raise ValueError("give exactly one of max_messages or max_bytes")
-    exp = check_seconds(expires, "expires")
-    if exp is None:
-        raise ValueError("expires must be > 0 seconds, got None")
-    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
-    if hb is not None and hb > exp / 2:
-        raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
-    if timeout is not None and not no_wait:
-        exp = min(exp, max(timeout - TIMEOUT_MARGIN, timeout / 2))
-        if hb is not None and hb > exp / 2:
-            hb = None
-    if hb is None and exp >= 10 and not no_wait:
-        hb = 5.0
-    return FetchOptions(batch=max_messages if max_messages is not None else BYTES_BATCH, max_bytes=max_bytes,
-                        expires=exp, idle_heartbeat=None if no_wait else hb, no_wait=no_wait,
-                        timeout=None if no_wait else timeout)
-
-
-_END = object()
-
 #: How long a pull waits for the consumer info that tells a consumer (or stream) that is gone from a
 #: passing 503 (a leader election); past it, the pull ends with what the server said.
-CHECK_TIMEOUT = 2.0
+CHECK_TIMEOUT = 2.0  # the same bound as fetch.CHECK_TIMEOUT (next())
 #: The statuses after which a pull asks the server whether its consumer is gone.
 _LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
-
-
-def _check_subject(target: Target) -> str:
-    assert target.api is not None and target.stream is not None and target.consumer is not None
-    return target.api.consumer_info(target.stream, target.consumer)
-
-
-def _verdict(target: Target, err: BaseException, failure: BaseException | None) -> BaseException:
-    """The error a pull ends with, given ``err`` (a 409 Consumer Deleted or a 503) and what the consumer
-    info request raised (None: the consumer is there). A missing stream or consumer is a terminal
-    ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
-    if isinstance(failure, errors.StreamNotFoundError):
-        gone: BaseException = errors.ConsumerDeletedError(
-            f"{target.label} is gone: stream {target.stream!r} was deleted", target.stream, target.consumer)
-    elif isinstance(failure, errors.ConsumerNotFoundError):
-        gone = errors.ConsumerDeletedError(f"{target.label} was deleted", target.stream, target.consumer)
-    else:
-        return err
-    gone.__cause__ = failure
-    return gone
 
 
 async def lost_consumer(target: Target, err: BaseException) -> BaseException:
@@ -137,24 +52,13 @@ async def lost_consumer(target: Target, err: BaseException) -> BaseException:
     if not target.conn.is_connected or target.jsapi is None:
         return err
     try:
-        await target.jsapi.request_async(_check_subject(target), None, CHECK_TIMEOUT, idempotent=False)
+        await target.jsapi.request_async(target.info_subject(), None, CHECK_TIMEOUT, idempotent=False)
     except Exception as exc:  # noqa: BLE001 - any failure to answer leaves err as it is
-        return _verdict(target, err, exc)
+        return lost_verdict(target, err, exc)
     return err
 
 
-def lost_consumer_sync(target: Target, err: BaseException) -> BaseException:
-    """:func:`lost_consumer` for a user thread (``next()``): blocks on the request."""
-    if not target.conn.is_connected or target.jsapi is None:
-        return err
-    try:
-        target.jsapi.request(_check_subject(target), None, CHECK_TIMEOUT, idempotent=False)
-    except errors.JetStreamError as exc:
-        return _verdict(target, err, exc)
-    return err
-
-
-class _FetchPull:
+class FetchPull:
     """One pull request on its own inbox (loop thread). Feeds a SimpleQueue; ends exactly once."""
 
     def __init__(self, target: Target, opts: FetchOptions) -> None:
@@ -171,6 +75,14 @@ class _FetchPull:
         self._deadline: float = 0.0
         #: A consumer info request is on its way (the pull saw 409 Consumer Deleted or 503).
         self.checking = False
+
+    @property
+    def conn(self) -> Any:
+        return self._conn
+
+    def unfinished(self) -> bool:
+        """True while more may still arrive (not ended, batch not complete). No I/O."""
+        return not self._ended and self.received < self._opts.batch
 
     def start_soon(self) -> None:
         """Schedule ``start()`` on the loop without waiting for it (any thread). Never blocks."""
@@ -272,7 +184,7 @@ class _FetchPull:
             # The handler stays a little longer to NAK what was already on the wire.
             self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
                                          name="jetstream-sync-unsub")
-        self.out.put((_END, err))
+        self.out.put(Terminal(err))
 
     def abandon(self) -> None:
         """The reader gave up on the batch (loop thread): NAK what arrived and was not read, then end
@@ -312,159 +224,7 @@ class _FetchPull:
             self.end(spelled(error, watched[subject]))
 
 
-class MessageBatch:
-    """The result of ``fetch()``: iterate to get messages as they arrive.
-
-    Iteration blocks the calling thread (waking every 0.25 s, so Ctrl-C lands;
-    an interrupt cancels the pull) and ends when the pull ends. A terminal
-    error (consumer deleted, 400, connection closed) is raised once every
-    message received before it was yielded, and is kept in ``error``.
-    Not thread-safe: iterate from one thread.
-    """
-
-    def __init__(self, pull: _FetchPull, client_deadline: float) -> None:
-        self._pull = pull
-        self._deadline = time.monotonic() + client_deadline + 1.0
-        self.error: BaseException | None = None
-        self._done = False
-        self.received = 0
-
-    def __iter__(self) -> Iterator[Msg]:
-        return self
-
-    def __next__(self) -> Msg:
-        if self._done:
-            raise StopIteration
-        # Handler around a call, not around the loop (see MessageStream.next).
-        try:
-            return self._next()
-        except (StopIteration, errors.JetStreamError):
-            raise
-        except BaseException:
-            # KeyboardInterrupt: leave no pull behind on the server.
-            self.stop()
-            raise
-
-    def _next(self) -> Msg:
-        get = self._pull.out.get
-        lt = self._pull._conn.loop_thread
-        while True:
-            try:
-                item = get(timeout=WAKE_INTERVAL)
-            except queue.Empty:
-                if lt.closed:
-                    self._finish(errors.ClientClosedError("the client was closed during the fetch"))
-                if time.monotonic() > self._deadline and not self._pull.checking:
-                    # The loop missed its own deadline: end the pull from here.
-                    self.stop()
-                    self._finish(None)
-                    raise StopIteration from None
-                continue
-            if type(item) is tuple and item and item[0] is _END:
-                self._finish(item[1])
-                raise StopIteration
-            self.received += 1
-            return item
-
-    def _finish(self, err: BaseException | None) -> None:
-        self._done = True
-        if err is not None:
-            self.error = err
-            raise err
-
-    @property
-    def unread(self) -> bool:
-        """True while the pull may hold messages not yet read: more may still arrive, or some
-        arrived and were not iterated. No I/O; read on any thread (a stale answer errs to True)."""
-        pull = self._pull
-        return (not pull._ended and pull.received < pull._opts.batch) or pull.received > self.received
-
-    def stop(self) -> None:
-        """Abandon the pull: the inbox is unsubscribed, and messages received but not yet read (or
-        still on the wire) are NAKed, so the server redelivers them at once. Never blocks."""
-        if self._done:
-            return  # iterated to its end: nothing unread
-        try:
-            self._pull._conn.loop_thread.call_soon(self._pull.abandon)
-        except errors.ClientClosedError:
-            pass
-
-    def __enter__(self) -> "MessageBatch":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-def start_fetch(target: Target, opts: FetchOptions) -> MessageBatch:
-    """Send the pull request now (without waiting for the loop) and return the batch to iterate.
-
-    Nothing here waits on the network; ``opts`` bound how long the batch waits."""
-    pull = _FetchPull(target, opts)
-    target.conn.loop_thread.check_usable()
-    # No wait for the loop: the request goes out with the loop's next turn,
-    # and anything that stops it arrives through the batch like any ending.
-    pull.start_soon()
-    return MessageBatch(pull, opts.client_deadline)
-
-
 # -- the continuous pull (messages() and consume()) ---------------------------
-
-
-@attrs.frozen(kw_only=True)
-class ConsumeOptions:
-    """Validated options of a continuous pull (ADR-37 "Consume Configuration Options")."""
-
-    max_messages: int
-    max_bytes: int | None
-    expires: float
-    idle_heartbeat: float
-    threshold_messages: int
-    threshold_bytes: int | None
-
-
-def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
-                    idle_heartbeat: Any = None, threshold_messages: Any = None,
-                    threshold_bytes: Any = None) -> ConsumeOptions:
-    """Apply ADR-37's defaults and rules for messages()/consume().
-
-    ``max_messages`` 500 when neither limit is given; ``max_messages`` and
-    ``max_bytes`` exclusive; ``expires`` at least 1 s; ``idle_heartbeat``
-    expires/2 capped at 30 s (at least 0.5 s, at most expires/2); thresholds
-    50% and never above their limit.
-    """
-    mm = check_count(max_messages, "max_messages")
-    mb = check_count(max_bytes, "max_bytes")
-    if mm is not None and mb is not None:
-        raise ValueError("max_messages and max_bytes are exclusive: give at most one")
-    exp = check_seconds(expires, "expires")
-    if exp is None or exp < 1.0:
-        raise ValueError(f"expires must be at least 1 second for messages()/consume(), got {expires!r}")
-    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
-    if hb is None:
-        hb = max(0.5, min(exp / 2, 30.0))
-    elif hb > exp / 2:
-        raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
-    elif hb < 0.5 or hb > 30.0:
-        raise ValueError(f"idle_heartbeat must be between 0.5 and 30 seconds, got {hb:.3g}s")
-    tm = check_count(threshold_messages, "threshold_messages") if threshold_messages != 0 else 0
-    tb = check_count(threshold_bytes, "threshold_bytes") if threshold_bytes != 0 else 0
-    if mb is not None:
-        if threshold_messages is not None:
-            raise ValueError("threshold_messages goes with max_messages; with max_bytes use threshold_bytes")
-        tb = mb // 2 if tb is None else tb
-        if tb > mb:
-            raise ValueError(f"threshold_bytes ({tb}) must not exceed max_bytes ({mb})")
-        return ConsumeOptions(max_messages=BYTES_BATCH, max_bytes=mb, expires=exp, idle_heartbeat=hb,
-                              threshold_messages=0, threshold_bytes=tb)
-    if threshold_bytes is not None:
-        raise ValueError("threshold_bytes goes with max_bytes; with max_messages use threshold_messages")
-    mm = 500 if mm is None else mm
-    tm = mm // 2 if tm is None else tm
-    if tm > mm:
-        raise ValueError(f"threshold_messages ({tm}) must not exceed max_messages ({mm})")
-    return ConsumeOptions(max_messages=mm, max_bytes=None, expires=exp, idle_heartbeat=hb,
-                          threshold_messages=tm, threshold_bytes=None)
 
 
 class PullCredit:
@@ -827,7 +587,8 @@ class ContinuousPull:
 
 
 class NextInbox:
-    """A long-lived inbox for ``Consumer.next()``, serving one call at a time.
+    """A long-lived inbox for ``Consumer.next()``, serving one call at a time (the loop-thread half;
+    the caller's half is ``fetch.NextCall``).
 
     Saves a SUB/UNSUB and a task per call: the pull request rides the Outbox
     (sharing a loop crossing with the previous ack) and the reply reaches the
@@ -841,11 +602,12 @@ class NextInbox:
     """
 
     def __init__(self, target: Target) -> None:
-        self._target = target
+        #: Whose next() this inbox serves.
+        self.target = target
         self._conn = target.conn
         self._busy = threading.Lock()
-        self._current: queue.SimpleQueue | None = None
-        self._token = b""
+        self.current: queue.SimpleQueue | None = None  # the queue of the call in progress
+        self.token = b""
         self._tokens = itertools.count(1)
         self.prefix = target.conn.new_inbox().encode() + b"."
         self.subject = target.subject.encode()
@@ -864,7 +626,7 @@ class NextInbox:
     def on_closed(self) -> None: ...
 
     def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        q = self._current
+        q = self.current
         if q is None:
             return
         if subject == self.subject.decode().lower():
@@ -873,9 +635,9 @@ class NextInbox:
             q.put((error,))
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        q = self._current
+        q = self.current
         if subject.startswith(self.prefix):  # a status: it names its request
-            if q is not None and subject[len(self.prefix):] == self._token:
+            if q is not None and subject[len(self.prefix):] == self.token:
                 q.put((subject, reply, data, raw_headers))
             return
         if q is not None:
@@ -885,6 +647,19 @@ class NextInbox:
                 self._conn.write_now(ack_command(reply, NAK))
             except errors.JetStreamError:
                 pass
+
+    def begin(self) -> tuple[bytes, queue.SimpleQueue]:
+        """Start one call (after :meth:`try_acquire`): its token, and the queue its answer comes to."""
+        self.token = token = b"%d" % next(self._tokens)
+        self.current = q = queue.SimpleQueue()
+        return token, q
+
+    def finish(self, ok: bool) -> None:
+        """The call is over (its thread); a call that did not end normally retires the inbox."""
+        self.current = None
+        self._busy.release()
+        if not ok:
+            self.retire()
 
     def try_acquire(self) -> bool:
         """Reserve the inbox for one call (False when another thread is using it)."""
@@ -906,67 +681,3 @@ class NextInbox:
                                                            name="jetstream-sync-unsub"))
             except errors.ClientClosedError:
                 pass
-
-    def next(self, opts: FetchOptions, what: str) -> Msg:
-        """Send a one-message pull and wait for its answer on the calling thread (after ``try_acquire``)."""
-        client = self._conn
-        token = b"%d" % next(self._tokens)
-        q: queue.SimpleQueue = queue.SimpleQueue()
-        self._token = token
-        self._current = q
-        body = json.dumps(opts.request(), separators=(",", ":")).encode()
-        self._ok = False
-        # The cleanup wraps a call, not the wait loop (see MessageStream.next).
-        try:
-            client.write(b"PUB " + self.subject + b" " + self.prefix + token + b" %d\r\n" % len(body)
-                         + body + b"\r\n")
-            return self._wait(q, opts, what)
-        finally:
-            self._current = None
-            self._busy.release()
-            if not self._ok:
-                self.retire()
-
-    def _wait(self, q: queue.SimpleQueue, opts: FetchOptions, what: str) -> Msg:
-        client = self._conn
-        now = time.monotonic()
-        deadline = now + opts.client_deadline
-        heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        while True:
-            try:
-                item = q.get(timeout=WAKE_INTERVAL)
-            except queue.Empty:
-                now = time.monotonic()
-                # is_closed, not lt.closed: a connection that gave up reconnecting
-                # is closed while the loop thread still runs.
-                if client.is_closed:
-                    raise errors.ClientClosedError("the client was closed during next()") from None
-                if now > deadline:
-                    raise errors.TimeoutError.after(what, opts.expires, "no message") from None
-                if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
-                    self._current = None  # what still comes is NAKed while we ask
-                    raise lost_consumer_sync(self._target, errors.NoHeartbeatError(
-                        f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
-                continue
-            if len(item) == 1:  # the server refused the pull or the inbox
-                self._ok = True
-                raise item[0]
-            subject, reply, data, raw = item
-            heartbeat.seen()
-            status = status_of(raw, data) if raw and not data else None
-            if status is not None:
-                target = self._target
-                kind, err = classify_status(status[0], status[1].get("Description", ""), target.stream,
-                                            target.consumer)
-                if kind in _IDLE:
-                    continue
-                self._ok = True  # the server ended this request itself
-                if kind is Status.END:
-                    raise errors.TimeoutError.after(what, opts.expires, "no message")
-                assert err is not None
-                if isinstance(err, _LOST):  # is it gone? one consumer info request says
-                    self._current = None
-                    raise lost_consumer_sync(target, err)
-                raise err
-            self._ok = True
-            return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

@@ -9,7 +9,8 @@ import math
 import time
 
 from jetstream_sync._engine import HeartbeatWatch, Terminal, Warning_
-from jetstream_sync.pull import BYTES_BATCH, PullCredit, consume_options
+from jetstream_sync.pull import PullCredit
+from jetstream_sync.pull_options import BYTES_BATCH, consume_options
 from jetstream_sync.push import FlowLedger
 
 

@@ -10,8 +10,8 @@ import datetime as dt
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync._engine import Target
-from jetstream_sync.pull import BYTES_BATCH, _verdict, consume_options, fetch_options
+from jetstream_sync._engine import Target, lost_verdict
+from jetstream_sync.pull_options import BYTES_BATCH, consume_options, fetch_options
 
 
 # --- consume_options (messages() / consume()) -----------------------------------------------
@@ -265,7 +265,7 @@ _TARGET = Target(conn=None, label="consumer 'billing' of stream 'ORDERS'", timeo
 ])
 def test_a_pull_whose_consumer_or_stream_is_gone_ends_with_consumer_deleted_naming_both(failure, text):
     seen = jss.NoRespondersError("no responders for the pull request (503)")
-    err = _verdict(_TARGET, seen, failure)
+    err = lost_verdict(_TARGET, seen, failure)
     assert type(err) is jss.ConsumerDeletedError and str(err) == text
     assert (err.stream, err.consumer) == ("ORDERS", "billing") and err.__cause__ is failure
 
@@ -273,4 +273,4 @@ def test_a_pull_whose_consumer_or_stream_is_gone_ends_with_consumer_deleted_nami
 @pytest.mark.parametrize("failure", [None, jss.TimeoutError("no answer"), jss.JetStreamNotEnabledError("off")])
 def test_a_pull_whose_consumer_is_there_or_unknown_ends_with_what_the_server_said(failure):
     seen = jss.NoHeartbeatError("no heartbeat for 10s")
-    assert _verdict(_TARGET, seen, failure) is seen
+    assert lost_verdict(_TARGET, seen, failure) is seen
