@@ -337,6 +337,40 @@ def subscribe(js: Any, subject: str, queue: str | None = None,
     """See ``JetStream.subscribe``."""
     _check_queue_rules(queue, idle_heartbeat, flow_control)
     cfg = config_from(ConsumerConfig, config, {})
+    _check_arguments(subject, queue, handler, error_handler, workers, nak_delay, cfg)
+    if ordered_consumer:
+        given = [n for n, v in (("queue", queue), ("durable", durable), ("manual_ack", manual_ack)) if v]
+        if given:
+            raise ValueError(f"ordered_consumer=True takes no {', '.join(given)}: an ordered consumer is one "
+                             f"reader's ephemeral, AckNone view of the stream")
+    wanted = _wanted(cfg, idle_heartbeat=idle_heartbeat, flow_control=True if flow_control else None,
+                     deliver_policy=deliver_policy, headers_only=headers_only, inactive_threshold=inactive_threshold)
+    push_options(attrs.evolve(wanted, deliver_subject="_"), pending_msgs_limit, pending_bytes_limit)
+
+    stream_name = _find_stream(js, subject, stream)
+    if ordered_consumer:
+        return _ordered(js, subject, stream_name, wanted, handler, workers, error_handler, pending_msgs_limit,
+                        pending_bytes_limit, nak_delay)
+
+    def reader(consumer: PushConsumer, cfg: ConsumerConfig) -> ConsumeHandle | MessageStream:
+        return _reader(consumer, cfg, handler, manual_ack, workers, error_handler, pending_msgs_limit,
+                       pending_bytes_limit, nak_delay)
+
+    name = durable or wanted.durable_name or wanted.name or queue
+    info = _lookup(js, stream_name, name)
+    made = None
+    if info is None:
+        durable_name = name if (durable or wanted.durable_name or queue) else None
+        made, info = _create(js, subject, queue, stream_name, wanted, name, durable_name, reader)
+    consumer, delivery = made if made is not None else _bind(js, subject, queue, stream_name, info, wanted, reader)
+    sub = Subscription(js, subject, queue, consumer, made is not None, delivery, error_handler)
+    delivery._on_closed = sub._on_closed
+    return sub
+
+
+def _check_arguments(subject: str, queue: str | None, handler: Any, error_handler: Any, workers: int,
+                     nak_delay: NakDelay, cfg: ConsumerConfig) -> None:
+    """subscribe()'s arguments alone, before anything is sent (after the queue rules of its options)."""
     _check_queue_rules(queue, cfg.idle_heartbeat, cfg.flow_control)
     check_subject(subject)
     if queue is not None and (not isinstance(queue, str) or not queue or " " in queue):
@@ -345,72 +379,56 @@ def subscribe(js: Any, subject: str, queue: str | None = None,
         check_handlers(handler, error_handler, workers)
     elif error_handler is not None and not callable(error_handler):
         raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
-    nak_schedule(nak_delay)  # checked before anything is sent
-    if ordered_consumer:
-        given = [n for n, v in (("queue", queue), ("durable", durable), ("manual_ack", manual_ack)) if v]
-        if given:
-            raise ValueError(f"ordered_consumer=True takes no {', '.join(given)}: an ordered consumer is one "
-                             f"reader's ephemeral, AckNone view of the stream")
-    fields: dict[str, Any] = {}
-    if idle_heartbeat is not None:
-        fields["idle_heartbeat"] = idle_heartbeat
-    if flow_control:
-        fields["flow_control"] = True
-    if deliver_policy is not None:
-        fields["deliver_policy"] = deliver_policy
-    if headers_only is not None:
-        fields["headers_only"] = headers_only
-    if inactive_threshold is not None:
-        fields["inactive_threshold"] = inactive_threshold
-    wanted = attrs.evolve(cfg, **fields) if fields else cfg  # validated: bad values raise here
-    push_options(attrs.evolve(wanted, deliver_subject="_"), pending_msgs_limit, pending_bytes_limit)
-    name = durable or wanted.durable_name or wanted.name or queue
+    nak_schedule(nak_delay)
 
-    stream_name = _find_stream(js, subject, stream)
-    if ordered_consumer:
-        return _ordered(js, subject, stream_name, wanted, handler, workers, error_handler, pending_msgs_limit,
-                        pending_bytes_limit, nak_delay)
-    info = _lookup(js, stream_name, name)
-    created = False
-    if info is None:
-        new = attrs.evolve(
-            wanted, durable_name=name if (durable or wanted.durable_name or queue) else None,
-            name=name or f"jss_sub_{secrets.token_hex(6)}",
-            deliver_subject=wanted.deliver_subject or js._conn.new_inbox(), deliver_group=queue,
-            filter_subject=None if wanted.filter_subjects else subject,
-            ack_policy=wanted.ack_policy or AckPolicy.EXPLICIT)
-        placeholder = PushConsumer(js, ConsumerInfo(stream_name=stream_name, name=new.name, config=new))
-        reader = _reader(placeholder, new, handler, manual_ack, workers, error_handler, pending_msgs_limit,
-                         pending_bytes_limit, nak_delay)
-        try:  # subscribed above, before the consumer exists: the server sees interest at once
-            consumer = js.create_push_consumer(stream_name, new)
-            created = True
-            if reader._engine.halted.is_set():  # delivery ended meanwhile (a refused subscribe, a close)
-                reader.stop()
-                _delete_quietly(js, stream_name, consumer.name)
-                raise reader.error or errors.JetStreamError(
-                    f"the subscription to {new.deliver_subject!r} ended before consumer {consumer.name!r} "
-                    f"was made")
-        except errors.ConsumerExistsError:
-            reader.stop()  # another member won the race: bind to what it made
-            info = js.consumer_info(stream_name, new.name)  # type: ignore[arg-type]
-        except BaseException:
-            reader.stop()
-            raise
-    if not created:
-        assert info is not None
-        label = f"consumer {info.name!r} of stream {stream_name!r}"
-        _check_push_binding(info, subject, queue, label)
-        _check_config(info, wanted, label)
-        consumer = PushConsumer(js, info)
-        reader = _reader(consumer, info.config, handler, manual_ack, workers, error_handler,  # type: ignore[arg-type]
-                         pending_msgs_limit, pending_bytes_limit, nak_delay)
-    else:
-        placeholder._info = consumer.cached_info
-        consumer = placeholder
-    sub = Subscription(js, subject, queue, consumer, created, reader, error_handler)
-    reader._on_closed = sub._on_closed  # type: ignore[union-attr]
-    return sub
+
+def _wanted(cfg: ConsumerConfig, **options: Any) -> ConsumerConfig:
+    """``cfg`` with the options subscribe() was given (None: not given); validated."""
+    fields = {k: v for k, v in options.items() if v is not None}
+    return attrs.evolve(cfg, **fields) if fields else cfg  # validated: bad values raise here
+
+
+Reader = Callable[[PushConsumer, ConsumerConfig], "ConsumeHandle | MessageStream"]
+
+
+def _create(js: Any, subject: str, queue: str | None, stream_name: str, wanted: ConsumerConfig, name: str | None,
+            durable_name: str | None, reader: Reader,
+            ) -> tuple[tuple[PushConsumer, ConsumeHandle | MessageStream] | None, ConsumerInfo | None]:
+    """Subscribe, then create the consumer (the server sees interest at once): ((handle, reader), None);
+    or (None, info) when another subscriber created it first, to bind to."""
+    new = attrs.evolve(
+        wanted, durable_name=durable_name, name=name or f"jss_sub_{secrets.token_hex(6)}",
+        deliver_subject=wanted.deliver_subject or js._conn.new_inbox(), deliver_group=queue,
+        filter_subject=None if wanted.filter_subjects else subject, ack_policy=wanted.ack_policy or AckPolicy.EXPLICIT)
+    assert new.name is not None
+    handle = PushConsumer(js, ConsumerInfo(stream_name=stream_name, name=new.name, config=new))
+    delivery = reader(handle, new)
+    try:
+        consumer = js.create_push_consumer(stream_name, new)
+        if delivery._engine.halted.is_set():  # delivery ended meanwhile (a refused subscribe, a close)
+            delivery.stop()
+            _delete_quietly(js, stream_name, consumer.name)
+            raise delivery.error or errors.JetStreamError(
+                f"the subscription to {new.deliver_subject!r} ended before consumer {consumer.name!r} was made")
+    except errors.ConsumerExistsError:
+        delivery.stop()  # another member won the race: bind to what it made
+        return None, js.consumer_info(stream_name, new.name)
+    except BaseException:
+        delivery.stop()
+        raise
+    handle._info = consumer.cached_info
+    return (handle, delivery), None
+
+
+def _bind(js: Any, subject: str, queue: str | None, stream_name: str, info: ConsumerInfo | None,
+          wanted: ConsumerConfig, reader: Reader) -> tuple[PushConsumer, ConsumeHandle | MessageStream]:
+    """ADR-15 "Binding to an existing consumer": every check, then a reader on it."""
+    assert info is not None and info.config is not None
+    label = f"consumer {info.name!r} of stream {stream_name!r}"
+    _check_push_binding(info, subject, queue, label)
+    _check_config(info, wanted, label)
+    consumer = PushConsumer(js, info)
+    return consumer, reader(consumer, info.config)
 
 
 def _reader(consumer: PushConsumer, cfg: ConsumerConfig, handler: Callable[[Msg], Any] | None, manual_ack: bool,
