@@ -1,6 +1,7 @@
 # The user's side of a consumer's delivery: MessageStream (a blocking iterator)
 # and ConsumeHandle (an engine feeding a _workers.WorkerPool), for any engine that
-# keeps the _engine contract (the pull engines today).
+# keeps the _engine contract (pull, push, both ordered kinds, core subscriptions),
+# built from the _engine.Target a handle made.
 #
 # Rule 1: the loop thread only ever put_nowait()s into our queues (the engine's
 #         sink); credit, returned through engine.taken() as each message is
