@@ -122,7 +122,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         SequencePair,
     )
     from .ordered import OrderedConsumer
-    from .pull import MessageBatch
+    from .fetch import MessageBatch
     from .push_consumer import PushConsumer
     from .subscription import Subscription
     from .stream import Stream
@@ -156,7 +156,7 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     ".jetstream": ("JetStream",),
     ".message": ("Msg", "MsgMetadata", "SequencePair"),
     ".ordered": ("OrderedConsumer",),
-    ".pull": ("MessageBatch",),
+    ".fetch": ("MessageBatch",),
     ".push_consumer": ("PushConsumer",),
     ".subscription": ("Subscription",),
     ".stream": ("Stream",),

@@ -1,18 +1,65 @@
 # The engine contract: what the readers (``messages()`` and ``consume()``, in consume.py) need from
-# an engine that delivers a consumer's messages on the loop thread, and the items it hands over.
-# The pull engine (pull.py) is one; a push engine is the next. Readers are written against this
-# module only, so one reader serves every consumer kind.
+# an engine that delivers messages on the loop thread, the items it hands over, and the ``Target``
+# both are built with. The pull engine (pull.py) and the push engine (push.py) keep it; readers are
+# written against this module only, so one reader serves every consumer kind.
 #
 # Rule 1: an engine calls up only through its sink (loop thread, never blocks); readers call down
 #         through ``start``, ``taken`` and ``stop_soon``. Nothing else crosses.
-# Rule 2: pure declarations: no I/O, no threads started here.
+# Rule 2: engines and readers take a ``Target`` (built by the handles), never a handle.
+# Rule 3: pure declarations: no I/O, no threads started here.
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
-__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Terminal", "Warning_"]
+import attrs
+
+from . import errors
+from ._connection import Connection
+from ._jsapi import JsApi
+from .api import ApiPrefix
+
+__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Target", "Terminal", "Warning_",
+           "lost_verdict"]
+
+
+@attrs.frozen(kw_only=True)
+class Target:
+    """Where an engine delivers from, as the handle that built it says: the connection, the names and
+    the request path of a consumer (none for a core subscription), and the text errors name it by.
+    Frozen: an ordered consumer moving to its next server-side consumer makes a new one (:meth:`moved`)."""
+
+    conn: Connection
+    #: How errors name it: ``consumer 'C' of stream 'S'``, ``the subscription to 'a.b'``.
+    label: str
+    #: Seconds a reader waits for the engine to start (the context's or the client's default).
+    timeout: float
+    #: What worker and reporter threads are named after (the consumer's name, or the subject).
+    name: str
+    stream: str | None = None
+    consumer: str | None = None
+    #: The pull request subject (pull), the deliver subject (push) or the subscribed subject (core).
+    subject: str = ""
+    #: The context's request path and API subjects (None for a core subscription).
+    jsapi: JsApi | None = None
+    api: ApiPrefix | None = None
+    #: The consumer's ``backoff``: the default delays of a NAK after a handler failed.
+    backoff: Sequence[float] | None = None
+
+    def moved(self, consumer: str, subject: str) -> "Target":
+        """The same target on another server-side consumer (an ordered consumer's next incarnation)."""
+        return attrs.evolve(self, consumer=consumer, subject=subject)
+
+    def info_subject(self) -> str:
+        """The ``CONSUMER.INFO`` subject of this target's consumer (asked when it looks lost)."""
+        assert self.api is not None and self.stream is not None and self.consumer is not None
+        return self.api.consumer_info(self.stream, self.consumer)
+
+    def pull_subject(self, consumer: str) -> str:
+        """The ``CONSUMER.MSG.NEXT`` subject of ``consumer`` in this target's stream."""
+        assert self.api is not None and self.stream is not None
+        return self.api.msg_next(self.stream, consumer)
 
 
 class Warning_:
@@ -31,6 +78,21 @@ class Terminal:
 
     def __init__(self, error: BaseException | None) -> None:
         self.error = error
+
+
+def lost_verdict(target: Target, err: BaseException, failure: BaseException | None) -> BaseException:
+    """The error a pull ends with, given ``err`` (a 409 Consumer Deleted, a 503, a missed heartbeat) and
+    what the consumer info request asked then raised (None: the consumer is there). A missing stream or
+    consumer is a terminal ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
+    if isinstance(failure, errors.StreamNotFoundError):
+        gone: BaseException = errors.ConsumerDeletedError(
+            f"{target.label} is gone: stream {target.stream!r} was deleted", target.stream, target.consumer)
+    elif isinstance(failure, errors.ConsumerNotFoundError):
+        gone = errors.ConsumerDeletedError(f"{target.label} was deleted", target.stream, target.consumer)
+    else:
+        return err
+    gone.__cause__ = failure
+    return gone
 
 
 class HeartbeatWatch:
@@ -84,7 +146,7 @@ Sink = Callable[[Any], None]
 
 
 class Engine(Protocol):
-    """What a reader drives. Built as ``factory(consumer, options, sink)``."""
+    """What a reader drives. Built as ``factory(target, options, sink)``."""
 
     #: Set once nothing more can be delivered (the ``Terminal`` was sunk, or is about to be).
     halted: threading.Event
@@ -110,5 +172,5 @@ class Engine(Protocol):
         """(any thread) Stop delivering; the ``Terminal`` follows on the loop thread. Never blocks."""
 
 
-#: Builds an engine for a consumer handle: ``factory(consumer, options, sink)``.
-EngineFactory = Callable[[Any, Any, Sink], Engine]
+#: Builds an engine for a target: ``factory(target, options, sink)``.
+EngineFactory = Callable[[Target, Any, Sink], Engine]

@@ -5,18 +5,45 @@
 # Rule: a handle holds no server resources; ``cached_info`` is what the last round trip said.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ._connection import Connection
+from ._engine import Target
+from ._jsapi import JsApi
 from ._protocol import DEFAULT, Timeout
+from .api import ApiPrefix
 from .config import ConsumerInfo
 from .events import EventStream, open_events
 
-if TYPE_CHECKING:
-    from ._connection import Connection
-    from .client import Client
-    from .jetstream import JetStream
+__all__ = ["Context", "ConsumerHandle", "target_of"]
 
-__all__ = ["ConsumerHandle"]
+
+class Context(Protocol):
+    """What the handles use of the JetStream context they belong to (``JetStream``, a layer above
+    them: named by this protocol, never imported, so the layers hold for type checkers too)."""
+
+    _conn: Connection
+    _api: ApiPrefix
+    _jsapi: JsApi
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    def consumer_info(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerInfo: ...
+
+    def delete_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> None: ...
+
+
+def target_of(js: Context, stream: str, consumer: str, label: str, subject: str | None = None,
+              backoff: Any = None) -> Target:
+    """The engine target of ``consumer`` of ``stream`` in context ``js``: pulls go to its
+    ``CONSUMER.MSG.NEXT`` subject unless ``subject`` (a deliver subject) is given."""
+    return Target(conn=js._conn, label=label, timeout=js.timeout, name=consumer, stream=stream,
+                  consumer=consumer, subject=subject if subject is not None else js._api.msg_next(stream, consumer),
+                  jsapi=js._jsapi, api=js._api, backoff=backoff)
 
 
 class ConsumerHandle:
@@ -25,7 +52,7 @@ class ConsumerHandle:
     #: How errors name the kind ("consumer", "push consumer").
     _kind = "consumer"
 
-    def __init__(self, js: "JetStream", info: ConsumerInfo) -> None:
+    def __init__(self, js: Context, info: ConsumerInfo) -> None:
         self._js = js
         self._info = info
         self.name: str = info.name  # type: ignore[assignment]
@@ -34,16 +61,22 @@ class ConsumerHandle:
         self._label = f"{self._kind} {self.name!r} of stream {self.stream_name!r}"
 
     @property
-    def js(self) -> "JetStream":
+    def js(self) -> Context:
         return self._js
 
     @property
-    def client(self) -> "Client":
+    def client(self) -> Any:
         return self._js.client
 
     @property
-    def _conn(self) -> "Connection":
+    def _conn(self) -> Connection:
         return self._js._conn
+
+    def _target(self, subject: str | None = None) -> Target:
+        """What this handle's engines and readers take (``subject``: a push consumer's deliver subject)."""
+        cfg = self._info.config
+        return target_of(self._js, self.stream_name, self.name, self._label, subject,
+                         cfg.backoff if cfg is not None else None)
 
     @property
     def cached_info(self) -> ConsumerInfo:

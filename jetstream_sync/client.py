@@ -14,7 +14,7 @@ from ._headers import Headers, encode_headers
 from ._protocol import DEFAULT, Timeout, check_subject, encode_payload, prepare_pub, pub_command, single_valued
 from .consume import MessageStream
 from .jetstream import JetStream
-from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, CoreSubject, PushEngine, core_options
+from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, core_options, core_target
 from .message import Msg
 
 __all__ = ["Client", "check_subject", "connect", "default_servers", "raw_credentials", "redact_url"]
@@ -87,8 +87,7 @@ class Client:
         if queue is not None and (not isinstance(queue, str) or not queue or any(c in queue for c in " \t\r\n")):
             raise ValueError(f"queue must be a non-empty queue group name without whitespace, got {queue!r}")
         opts = core_options(subject, queue, pending_msgs_limit, pending_bytes_limit)
-        return MessageStream(CoreSubject(self._conn, subject, queue), opts, engine=PushEngine,  # type: ignore[arg-type]
-                             timeout=self._conn.default_timeout)
+        return MessageStream(core_target(self._conn, subject, queue), opts, engine=PushEngine)
 
     def publish(self, subject: str, data: bytes | str = b"", *, reply: str | None = None,
                 headers: Mapping[str, str | Sequence[str]] | None = None) -> None:

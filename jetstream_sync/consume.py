@@ -1,6 +1,7 @@
 # The user's side of a consumer's delivery: MessageStream (a blocking iterator)
 # and ConsumeHandle (an engine feeding a _workers.WorkerPool), for any engine that
-# keeps the _engine contract (the pull engines today).
+# keeps the _engine contract (pull, push, both ordered kinds, core subscriptions),
+# built from the _engine.Target a handle made.
 #
 # Rule 1: the loop thread only ever put_nowait()s into our queues (the engine's
 #         sink); credit, returned through engine.taken() as each message is
@@ -24,7 +25,7 @@ import queue
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import attrs
 
@@ -32,12 +33,8 @@ from . import errors
 from ._loop import WAKE_INTERVAL
 from ._protocol import ACK_DELIVERED, ACK_STREAM_SEQ
 from .message import Msg
-from ._engine import Engine, EngineFactory, Terminal, Warning_
+from ._engine import Engine, EngineFactory, Target, Terminal, Warning_
 from ._workers import WorkerPool
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .pull import ConsumeOptions
 
 __all__ = ["ConsumeHandle", "ConsumeStats", "DEFAULT_NAK_DELAYS", "MessageStream", "NakDelay", "check_handlers",
            "nak_schedule"]
@@ -143,12 +140,11 @@ class MessageStream:
     refused pulls) are logged and kept in ``warnings``. Use from one thread.
     """
 
-    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", engine: EngineFactory,
-                 timeout: float | None = None) -> None:
+    def __init__(self, target: Target, opts: Any, engine: EngineFactory) -> None:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._engine = engine(consumer, opts, self._q.put)
-        self._conn = consumer._conn
-        self._what = f"messages().next() on {consumer._label}"
+        self._engine = engine(target, opts, self._q.put)
+        self._conn = target.conn
+        self._what = f"messages().next() on {target.label}"
         self._ended = False
         self._stopping = False
         self._confirmed = False  # the server has read every ack written before the end
@@ -156,7 +152,7 @@ class MessageStream:
         self._on_closed: Callable[[], Any] | None = None
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
-        self._conn.call(self._engine.start(), consumer.js.timeout if timeout is None else timeout)
+        self._conn.call(self._engine.start(), target.timeout)
 
     def next(self, timeout: float | None = None) -> Msg:
         """Return the next message, blocking at most ``timeout`` seconds (None: until one comes).
@@ -372,12 +368,10 @@ class ConsumeHandle:
     the error handler may call ``stop()``/``drain()``.
     """
 
-    def __init__(self, consumer: "Consumer", opts: "ConsumeOptions", handler: Callable[[Msg], Any], workers: int,
+    def __init__(self, target: Target, opts: Any, handler: Callable[[Msg], Any], workers: int,
                  error_handler: Callable[[BaseException], Any] | None, engine: EngineFactory,
                  nak_delay: NakDelay = None) -> None:
-        info = getattr(consumer, "cached_info", None)
-        backoff = getattr(getattr(info, "config", None), "backoff", None)
-        self._nak_delay = nak_schedule(nak_delay, backoff)
+        self._nak_delay = nak_schedule(nak_delay, target.backoff)
         self._handler = handler
         self._error_handler = error_handler
         self._shown: set[tuple] = set()
@@ -390,21 +384,21 @@ class ConsumeHandle:
         # worker takes one: on_take), and _put re-checks it. A SimpleQueue costs the
         # loop a third of what queue.Queue's lock and notify cost per message, and
         # put() can never block.
-        self._engine = engine(consumer, opts, self._put)
+        self._engine = engine(target, opts, self._put)
         self._cap = self._engine.limit
-        self._pool = WorkerPool(f"jetstream-sync-worker-{consumer.name}", workers, work=self._work,
+        self._pool = WorkerPool(f"jetstream-sync-worker-{target.name}", workers, work=self._work,
                                 on_take=self._on_take, discard=self._discard, source_done=self._engine.halted,
                                 on_exit=self._on_exit)
-        self._reporter = _Reporter(f"jetstream-sync-reporter-{consumer.name}", self._report)
+        self._reporter = _Reporter(f"jetstream-sync-reporter-{target.name}", self._report)
         self._submit = self._pool.submit
         self.error: BaseException | None = None
         self._handled = 0
         self._handler_errors = 0
         self._warnings = 0
-        self._conn = consumer._conn
+        self._conn = target.conn
         #: Called once by the last worker out, before ``closed`` (the subscribe workflow's clean-up).
         self._on_closed: Callable[[], Any] | None = None
-        self._conn.call(self._engine.start(), consumer.js.timeout)
+        self._conn.call(self._engine.start(), target.timeout)
         self._reporter.start()
         self._pool.start()
 

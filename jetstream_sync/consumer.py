@@ -8,25 +8,37 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import errors
-from ._handle import ConsumerHandle
+from ._handle import ConsumerHandle, Context
 from .config import ConsumerInfo
 from .message import Msg
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
-from .pull import ContinuousPull, MessageBatch, NextInbox, consume_options, fetch_options, start_fetch
-
-if TYPE_CHECKING:
-    from .jetstream import JetStream
+from ._engine import Target
+from .fetch import MessageBatch, NextCall
+from .pull import ContinuousPull, FetchPull, NextInbox
+from .pull_options import FetchOptions, consume_options, fetch_options
 
 __all__ = ["Consumer"]
+
+
+def _start_fetch(target: Target, opts: FetchOptions) -> MessageBatch:
+    """Send the pull request now (without waiting for the loop) and return the batch to iterate.
+
+    Nothing here waits on the network; ``opts`` bound how long the batch waits."""
+    pull = FetchPull(target, opts)
+    target.conn.loop_thread.check_usable()
+    # No wait for the loop: the request goes out with the loop's next turn,
+    # and anything that stops it arrives through the batch like any ending.
+    pull.start_soon()
+    return MessageBatch(pull, opts.client_deadline)
 
 
 class Consumer(ConsumerHandle):
     """A handle on one pull consumer. Thread-safe; calls block as each one documents."""
 
-    def __init__(self, js: "JetStream", info: ConsumerInfo) -> None:
+    def __init__(self, js: Context, info: ConsumerInfo) -> None:
         super().__init__(js, info)
         self._next_inbox: NextInbox | None = None
         self._next_lock = threading.Lock()
@@ -54,12 +66,12 @@ class Consumer(ConsumerHandle):
         """
         t = None if timeout is None else self._conn.timeout_or_default(timeout)
         opts = fetch_options(max_messages, max_bytes, expires, idle_heartbeat, timeout=t)
-        return start_fetch(self, opts)
+        return _start_fetch(self._target(), opts)
 
     def fetch_no_wait(self, max_messages: int | None = None, *, max_bytes: int | None = None) -> MessageBatch:
         """Like :meth:`fetch`, but only what is available right now; ends at once when nothing is."""
         opts = fetch_options(max_messages, max_bytes, expires=5.0, no_wait=True)
-        return start_fetch(self, opts)
+        return _start_fetch(self._target(), opts)
 
     def next(self, timeout: float = 30.0) -> Msg:
         """Pull one message, blocking up to ``timeout`` seconds for it.
@@ -85,19 +97,19 @@ class Consumer(ConsumerHandle):
         with self._next_lock:
             inbox = self._next_inbox
             if inbox is None or inbox.retired:
-                inbox = NextInbox(self)
+                inbox = NextInbox(self._target())
                 self._conn.call(inbox.start(), self._js.timeout)
                 self._next_inbox = inbox
             mine = inbox.try_acquire()
         if not mine:  # another thread is in next() on this handle: a one-off pull of its own
-            batch = start_fetch(self, opts)
+            batch = _start_fetch(self._target(), opts)
             try:
                 for msg in batch:
                     return msg
             finally:
                 batch.stop()
             raise errors.TimeoutError.after(f"next() on {self._label}", timeout, "no message")
-        return inbox.next(opts, f"next() on {self._label}")
+        return NextCall(inbox, inbox.target).run(opts, f"next() on {self._label}")
 
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,
@@ -112,7 +124,7 @@ class Consumer(ConsumerHandle):
         ``ConsumerDeletedError`` naming both, after the buffered messages.
         """
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
-        return MessageStream(self, opts, engine=ContinuousPull)
+        return MessageStream(self._target(), opts, engine=ContinuousPull)
 
     def consume(self, handler: Callable[[Msg], Any], *, workers: int = 1,
                 error_handler: Callable[[BaseException], Any] | None = None, max_messages: int | None = None,
@@ -140,7 +152,8 @@ class Consumer(ConsumerHandle):
         check_handlers(handler, error_handler, workers)
         nak_schedule(nak_delay)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
-        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=ContinuousPull, nak_delay=nak_delay)
+        return ConsumeHandle(self._target(), opts, handler, workers, error_handler, engine=ContinuousPull,
+                             nak_delay=nak_delay)
 
     def __repr__(self) -> str:
         return f"<Consumer {self.stream_name!r}/{self.name!r}>"

@@ -17,7 +17,7 @@ import attrs
 from . import errors
 from ._time import Timestamp, nanos_to_seconds, parse_time
 from .consume import MessageStream
-from .push import CoreSubject, PushEngine, core_options
+from .push import PushEngine, core_options, core_target
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -454,8 +454,7 @@ class EventStream:
     def __init__(self, conn: "Connection", subject: str, keep: Callable[[Event], bool] | None) -> None:
         self._keep = keep
         self.subject = subject
-        self._msgs = MessageStream(CoreSubject(conn, subject, None), core_options(subject, None), engine=PushEngine,
-                                   timeout=conn.default_timeout)
+        self._msgs = MessageStream(core_target(conn, subject, None), core_options(subject, None), engine=PushEngine)
 
     def next(self, timeout: float | None = None) -> Event:
         """The next event, waiting at most ``timeout`` seconds (None: until one comes).

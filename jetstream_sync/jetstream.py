@@ -45,8 +45,6 @@ from .config import (
 if TYPE_CHECKING:
     import concurrent.futures
 
-    from .client import Client
-
 __all__ = ["JetStream"]
 
 class JetStream:
@@ -59,7 +57,7 @@ class JetStream:
     ``publish`` with ``msg_id``) are retried per ``retry``.
     """
 
-    def __init__(self, client: "Client", *, domain: str | None = None, api_prefix: str | None = None,
+    def __init__(self, client: Any, *, domain: str | None = None, api_prefix: str | None = None,
                  timeout: float | None = None, retry: RetryPolicy | None = None, max_pending: int = 4000) -> None:
         self._client = client
         self._conn = conn = client._conn
@@ -70,7 +68,8 @@ class JetStream:
         self._publisher = Publisher.shared(conn, max_pending)
 
     @property
-    def client(self) -> "Client":
+    def client(self) -> Any:
+        """The :class:`Client` this context belongs to (a layer above it: not imported here). No I/O."""
         return self._client
 
     @property

@@ -10,35 +10,34 @@
 # Rule 3: one read at a time (fetch, next, messages or consume): a second one
 #         is a clear error, since two readers would split the ordered stream.
 # Rule 4: by composition: messages()/consume() run an OrderedPull that holds a
-#         pull.ContinuousPull and is its ResetHook; creates and deletes go through
-#         the context's JsApi and its retry policy, like every API request.
+#         pull.ContinuousPull and an ordered_core.OrderedCore (its ResetHook, shared with
+#         the ordered push engine); creates and deletes go through the context's JsApi
+#         and its retry policy, like every API request.
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
 from . import errors
-from .config import AckPolicy, ConsumerConfig, DeliverPolicy, config_from, validate_stream_name
+from ._connection import Connection
+from ._handle import Context, target_of
+from .config import AckPolicy, ConsumerConfig, config_from, validate_stream_name
 from .consume import ConsumeHandle, MessageStream, check_handlers
-from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
+from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ
 from .message import Msg
-from ._engine import Sink, Terminal, Warning_
-from .pull import ContinuousPull, MessageBatch, consume_options
+from ._engine import Sink, Target, Terminal
+from .ordered_core import OrderedCore, start_after
+from .fetch import MessageBatch
+from .pull import ContinuousPull
+from .pull_options import consume_options
 
-if TYPE_CHECKING:
-    from ._connection import Connection
-    from .client import Client
-    from .consumer import Consumer
-    from .jetstream import JetStream
-
-__all__ = ["OrderedConsumer", "create_incarnation"]
+__all__ = ["OrderedConsumer", "OrderedPull"]
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,6 @@ _ALLOWED = frozenset({"filter_subject", "filter_subjects", "deliver_policy", "op
                       "replay_policy", "headers_only", "inactive_threshold", "metadata", "description"})
 #: An abandoned ordered consumer is removed by the server after this long.
 _DEFAULT_INACTIVE = 300.0
-_RESET_RETRY = 1.0
 #: How long a new read waits for a stopped one to finish halting.
 _RELEASE_WAIT = 5.0
 
@@ -61,15 +59,6 @@ def _sequences(msg: Msg) -> tuple[int, int] | None:
     return fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
 
 
-def _wire_sequences(reply: bytes) -> tuple[int, int] | None:
-    """(stream seq, consumer seq) from an ack subject as it comes off the wire (loop thread)."""
-    try:
-        fields = parse_ack_subject(reply)
-    except ValueError:
-        return None
-    return fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
-
-
 class OrderedConsumer:
     """An ordered view of a stream: every stream sequence once, in order, no acks needed.
 
@@ -78,7 +67,7 @@ class OrderedConsumer:
     :class:`Consumer`, one at a time. Thread-safe; calls block as they do there.
     """
 
-    def __init__(self, js: "JetStream", stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
+    def __init__(self, js: Context, stream: str, config: ConsumerConfig | Mapping[str, Any] | None,
                  fields: Mapping[str, Any]) -> None:
         validate_stream_name(stream, "stream")
         cfg = config_from(ConsumerConfig, config, fields)
@@ -98,20 +87,20 @@ class OrderedConsumer:
         self._busy: str | None = None
         self._releasing = False  # the current read was told to stop and will leave shortly
         self.cursor = 0          # last stream sequence handed over
-        self._current: "Consumer | None" = None
+        self._current: Any = None  # the Consumer handle fetch() and next() read (None: none yet)
         self._needs_reset = True
         self._dseq = 0           # last consumer sequence seen on the current incarnation (fetch/next)
 
     @property
-    def js(self) -> "JetStream":
+    def js(self) -> Context:
         return self._js
 
     @property
-    def client(self) -> "Client":
+    def client(self) -> Any:
         return self._js.client
 
     @property
-    def _conn(self) -> "Connection":
+    def _conn(self) -> Connection:
         return self._js._conn
 
     # -- configuration of the next incarnation ----------------------------
@@ -123,17 +112,14 @@ class OrderedConsumer:
             self._base, name=f"{self.name}_{next(self._serial)}", ack_policy=AckPolicy.NONE, mem_storage=True,
             num_replicas=1, max_deliver=1,
             inactive_threshold=self._base.inactive_threshold or _DEFAULT_INACTIVE)
-        if after:
-            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1,
-                               opt_start_time=None)
-        return cfg
+        return start_after(cfg, after)
 
-    def _create_request(self, after: int | None = None) -> tuple[str, dict[str, Any], str]:
-        """(subject, payload, name) of the request that creates the next server-side consumer."""
-        cfg = self._next_config(after)
-        filt = cfg.filter_subject if not cfg.filter_subjects else None
-        payload = {"stream_name": self.stream_name, "config": cfg.to_request(), "action": "create"}
-        return self._js._api.consumer_create(self.stream_name, cfg.name, filt), payload, cfg.name  # type: ignore[arg-type]
+    def _target(self) -> Target:
+        """What the engine of messages()/consume() starts from (it moves with every reset)."""
+        return target_of(self._js, self.stream_name, self.name, self._label)
+
+    def _pull_engine(self, target: Target, opts: Any, sink: Sink) -> "OrderedPull":
+        return OrderedPull(self, target, opts, sink)
 
     # -- one reader at a time ---------------------------------------------
 
@@ -166,7 +152,7 @@ class OrderedConsumer:
             self.cursor = seqs[0]
         return msg
 
-    def _consumer(self) -> "Consumer":
+    def _consumer(self) -> Any:
         """The current server-side consumer, recreated after the cursor when needed (blocks)."""
         if self._current is None or self._needs_reset:
             old = self._current
@@ -245,7 +231,7 @@ class OrderedConsumer:
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
         self._enter("messages")
         try:
-            return _OrderedMessageStream(self, opts, engine=OrderedPull)
+            return _OrderedMessageStream(self._target(), opts, engine=self._pull_engine)
         except BaseException:
             self._leave()
             raise
@@ -263,7 +249,7 @@ class OrderedConsumer:
             return handler(self._handed_over(msg))
 
         try:
-            return ConsumeHandle(self, opts, handle, 1, error_handler, engine=OrderedPull)
+            return ConsumeHandle(self._target(), opts, handle, 1, error_handler, engine=self._pull_engine)
         except BaseException:
             self._leave()
             raise
@@ -392,25 +378,23 @@ class OrderedBatch:
 
 
 class OrderedPull:
-    """The engine of an ordered ``messages()``/``consume()`` (loop thread): a ``ContinuousPull`` it
-    holds, moved to a new server-side consumer after the cursor whenever the old one is out of step
-    or lost (its :class:`~jetstream_sync._engine.ResetHook`). The credit counts live in the pull and
-    survive every reset, so what readers take is counted whichever consumer delivered it."""
+    """The engine of an ordered ``messages()``/``consume()`` (loop thread): a ``ContinuousPull`` and an
+    :class:`~jetstream_sync.ordered_core.OrderedCore` it holds, the core moving the pull to a new
+    server-side consumer after the cursor whenever the old one is out of step or lost. The credit
+    counts live in the pull and survive every reset, so what readers take is counted whichever
+    consumer delivered it."""
 
-    def __init__(self, oc: OrderedConsumer, opts: Any, sink: Sink) -> None:
+    def __init__(self, oc: OrderedConsumer, target: Target, opts: Any, sink: Sink) -> None:
         self._oc = oc
         self._sink = sink
-        self._jsapi = oc.js._jsapi
-        self._pull = ContinuousPull(oc, opts, self._deliver, hook=self)  # type: ignore[arg-type]
+        self._core = OrderedCore(target, sink, cursor=oc.cursor)
+        self._pull = ContinuousPull(target, opts, self._deliver, hook=self._core)
+        self._core.bind(self._pull, self._move)
         self.halted = self._pull.halted
         self.taken = self._pull.taken
         self.buffered = self._pull.buffered
         self.limit = self._pull.limit
         self.dropped = 0
-        self._name = ""          # the current server-side consumer ("" before the first)
-        self._dseq = 0           # last consumer sequence received from it
-        self._recv = oc.cursor   # last stream sequence received (buffered or handed over)
-        self._resetting = False
 
     @property
     def pulls(self) -> int:
@@ -427,91 +411,21 @@ class OrderedPull:
             oc._current = None
         oc._mark_reset()
         self._pull.attach()
-        await self._reset("start")
+        await self._core.reset()
 
     def stop_soon(self) -> None:
         self._oc._release_soon()
         self._pull.stop_soon()
 
-    # -- the reset hook (loop thread) ---------------------------------------
-
-    def admit(self, reply: bytes) -> bool:
-        if self._resetting:
-            return False  # from the consumer being replaced
-        seqs = _wire_sequences(reply) if reply else None
-        if seqs is not None:
-            if seqs[1] != self._dseq + 1:
-                self._reset_soon("gap")
-                return False
-            self._dseq, self._recv = seqs[1], seqs[0]
-        return True
-
-    def lost(self, reason: str, error: BaseException | None) -> bool:
-        if reason == "heartbeat":
-            self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
-        self._reset_soon(reason)
-        return True
-
     def _deliver(self, item: Any) -> None:
         """The pull's sink: the end of the pull is the end of this ordered read."""
         if type(item) is Terminal:
-            if self._name:
-                self._oc._delete_soon(self._name)
+            self._core.ended()
             self._oc._leave()
         self._sink(item)
 
-    # -- resets (loop thread) ------------------------------------------------
-
-    def _reset_soon(self, reason: str) -> None:
-        if not self._resetting and not self.halted.is_set():
-            self._oc._conn.loop_thread.spawn(self._reset(reason), name="jetstream-sync-ordered-reset")
-
-    async def _reset(self, reason: str) -> None:
-        """Move the pull to a new server-side consumer starting after the last stream sequence received."""
-        if self._resetting or self.halted.is_set():
-            return
-        self._resetting = True
-        try:
-            await self._pull.suspend()
-            if self._name:
-                self._oc._delete_soon(self._name)
-            self._dseq = 0
-            name = await self._create()
-            if name is None:
-                return
-            self._name = name
+    async def _move(self) -> None:
+        """A reset's own step: create the next consumer, then pull from it."""
+        name = await self._core.create(self._oc._next_config)
+        if name is not None:
             await self._pull.retarget(name)
-        finally:
-            self._resetting = False
-
-    async def _create(self) -> str | None:
-        return await create_incarnation(self._jsapi, lambda: self._oc._create_request(self._recv), self._sink,
-                                        self.halted, self._pull.halt)
-
-
-async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[str, Any], str]], sink: Sink,
-                             halted: threading.Event, halt: Callable[[BaseException], Any]) -> str | None:
-    """(loop thread) Create the next server-side consumer of an ordered read; return its name.
-
-    ``request()`` gives (subject, payload, name) afresh for each try. The context's retry policy
-    applies first; past it a transient failure is a warning and the next try follows after a pause,
-    for as long as the read runs (an ordered consumer heals by itself). A refusal for good (the
-    stream is gone, a config the server rejects) calls ``halt(error)``. None once the read has ended.
-    """
-    while not halted.is_set():
-        subject, payload, name = request()
-        try:
-            await jsapi.request_async(subject, payload, idempotent=True)
-            return name
-        except errors.APIError as exc:
-            if not exc.retriable:
-                halt(exc)
-                return None
-            sink(Warning_(exc))  # 503: JetStream busy electing a leader
-        except errors.PermissionViolationError as exc:
-            sink(Warning_(exc))
-        except Exception as exc:  # timeouts, a server on its way back
-            # Said as a warning about recreating, not a bare timeout the caller could take for its own.
-            sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
-        await asyncio.sleep(_RESET_RETRY)
-    return None

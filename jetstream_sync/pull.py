@@ -1,5 +1,7 @@
-# The pull engine: pull requests, status handling and hand-over to user
-# threads, run on the loop thread (ADR-37 "Consume specification").
+# The pull engines: pull requests, status handling and hand-over to user
+# threads, run on the loop thread (ADR-37 "Consume specification"): the one-shot
+# pull of fetch(), the inbox of next() and the continuous pull of messages() and
+# consume(). What the user's thread does with them is fetch.py's and consume.py's.
 #
 # Rule 1: one inbox subscription per pull call; its raw handler runs on the
 #         loop thread, never blocks and never runs user code: messages go into
@@ -17,151 +19,51 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator
-
-import attrs
+from typing import Any
 
 from . import errors
 from ._connection import translate
-from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
-from ._loop import WAKE_INTERVAL
-from ._protocol import (
-    NAK, Status, ack_command, check_count, check_seconds, classify_status, pub_command, pull_request, spelled,
-    status_of,
-)
+from ._delivery import ACK_PREFIX, Delivery
+from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_, lost_verdict
+from ._protocol import NAK, Status, ack_command, classify_status, pub_command, pull_request, spelled, status_of
 from .message import Msg
+from .pull_options import BYTES_BATCH, ConsumeOptions, FetchOptions
 
-if TYPE_CHECKING:
-    from .consumer import Consumer
-
-__all__ = ["ConsumeOptions", "ContinuousPull", "FetchOptions", "MessageBatch", "NextInbox", "consume_options",
-           "fetch_options"]
+__all__ = ["ContinuousPull", "FetchPull", "NextInbox", "PullCredit", "lost_consumer"]
 
 log = logging.getLogger(__name__)
 
-#: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
-BYTES_BATCH = 1_000_000
-#: Extra time the client waits beyond the server-side ``expires``.
-CLIENT_MARGIN = 1.0
-#: A fetch with ``timeout=`` asks the server to end its pull this much earlier, so the end arrives in time.
-TIMEOUT_MARGIN = 0.1
 #: Status kinds that only show the consumer is alive (a flow-control request never comes to a pull).
 _IDLE = (Status.HEARTBEAT, Status.FLOW_CONTROL)
 
 
-@attrs.frozen(kw_only=True)
-class FetchOptions:
-    """A validated one-shot pull: what goes into the ``CONSUMER.MSG.NEXT`` request."""
-
-    batch: int
-    max_bytes: int | None
-    expires: float
-    idle_heartbeat: float | None
-    no_wait: bool = False
-    #: The caller's bound on the whole fetch (seconds), None for none.
-    timeout: float | None = None
-
-    def request(self) -> dict[str, Any]:
-        return pull_request(self.batch, max_bytes=self.max_bytes, expires=self.expires,
-                            idle_heartbeat=self.idle_heartbeat, no_wait=self.no_wait)
-
-    @property
-    def client_deadline(self) -> float:
-        """Seconds the client waits: longer than the server-side ``expires``, and never past ``timeout``."""
-        wait = self.expires + max(CLIENT_MARGIN, self.expires * 0.1)
-        return wait if self.timeout is None else min(wait, self.timeout)
-
-
-def fetch_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
-                  idle_heartbeat: Any = None, no_wait: bool = False, timeout: float | None = None) -> FetchOptions:
-    """Apply ADR-37's rules for fetch/next: exactly one of max_messages/max_bytes, positive expiry,
-    heartbeat at most half the expiry, on by default from 10 s expiries (5 s, as nats.go).
-
-    A ``timeout`` (seconds, checked by the caller) bounds the fetch: the server-side expiry is cut to
-    end :data:`TIMEOUT_MARGIN` before it, and a heartbeat that no longer fits half of it is dropped."""
-    max_messages = check_count(max_messages, "max_messages")
-    max_bytes = check_count(max_bytes, "max_bytes")
-    if max_messages is not None and max_bytes is not None:
-        raise ValueError("max_messages and max_bytes are exclusive: give exactly one")
-    if max_messages is None and max_bytes is None:
-        raise ValueError("give exactly one of max_messages or max_bytes")
-    exp = check_seconds(expires, "expires")
-    if exp is None:
-        raise ValueError("expires must be > 0 seconds, got None")
-    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
-    if hb is not None and hb > exp / 2:
-        raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
-    if timeout is not None and not no_wait:
-        exp = min(exp, max(timeout - TIMEOUT_MARGIN, timeout / 2))
-        if hb is not None and hb > exp / 2:
-            hb = None
-    if hb is None and exp >= 10 and not no_wait:
-        hb = 5.0
-    return FetchOptions(batch=max_messages if max_messages is not None else BYTES_BATCH, max_bytes=max_bytes,
-                        expires=exp, idle_heartbeat=None if no_wait else hb, no_wait=no_wait,
-                        timeout=None if no_wait else timeout)
-
-
-_END = object()
-
 #: How long a pull waits for the consumer info that tells a consumer (or stream) that is gone from a
 #: passing 503 (a leader election); past it, the pull ends with what the server said.
-CHECK_TIMEOUT = 2.0
+CHECK_TIMEOUT = 2.0  # the same bound as fetch.CHECK_TIMEOUT (next())
 #: The statuses after which a pull asks the server whether its consumer is gone.
 _LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
 
 
-def _check_subject(consumer: "Consumer") -> str:
-    return consumer.js._api.consumer_info(consumer.stream_name, consumer.name)
-
-
-def _verdict(consumer: "Consumer", err: BaseException, failure: BaseException | None) -> BaseException:
-    """The error a pull ends with, given ``err`` (a 409 Consumer Deleted or a 503) and what the consumer
-    info request raised (None: the consumer is there). A missing stream or consumer is a terminal
-    ``ConsumerDeletedError`` naming both; anything else leaves ``err`` as it is."""
-    if isinstance(failure, errors.StreamNotFoundError):
-        gone: BaseException = errors.ConsumerDeletedError(
-            f"{consumer._label} is gone: stream {consumer.stream_name!r} was deleted",
-            consumer.stream_name, consumer.name)
-    elif isinstance(failure, errors.ConsumerNotFoundError):
-        gone = errors.ConsumerDeletedError(f"{consumer._label} was deleted", consumer.stream_name, consumer.name)
-    else:
-        return err
-    gone.__cause__ = failure
-    return gone
-
-
-async def lost_consumer(consumer: "Consumer", err: BaseException) -> BaseException:
+async def lost_consumer(target: Target, err: BaseException) -> BaseException:
     """(loop thread) After a 409 Consumer Deleted, a 503 or a missed heartbeat on a pull, ask the server
     once (a consumer info request, at most :data:`CHECK_TIMEOUT`) whether the consumer and its stream
     still exist; return the error the pull ends with (:func:`_verdict`). Not asked while disconnected.
     Never raises."""
-    if not consumer._conn.is_connected:
+    if not target.conn.is_connected or target.jsapi is None:
         return err
     try:
-        await consumer.js._jsapi.request_async(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
+        await target.jsapi.request_async(target.info_subject(), None, CHECK_TIMEOUT, idempotent=False)
     except Exception as exc:  # noqa: BLE001 - any failure to answer leaves err as it is
-        return _verdict(consumer, err, exc)
+        return lost_verdict(target, err, exc)
     return err
 
 
-def lost_consumer_sync(consumer: "Consumer", err: BaseException) -> BaseException:
-    """:func:`lost_consumer` for a user thread (``next()``): blocks on the request."""
-    if not consumer._conn.is_connected:
-        return err
-    try:
-        consumer.js._jsapi.request(_check_subject(consumer), None, CHECK_TIMEOUT, idempotent=False)
-    except errors.JetStreamError as exc:
-        return _verdict(consumer, err, exc)
-    return err
-
-
-class _FetchPull:
+class FetchPull:
     """One pull request on its own inbox (loop thread). Feeds a SimpleQueue; ends exactly once."""
 
-    def __init__(self, consumer: "Consumer", opts: FetchOptions) -> None:
-        self._consumer = consumer
-        self._conn = consumer._conn
+    def __init__(self, target: Target, opts: FetchOptions) -> None:
+        self._target = target
+        self._conn = target.conn
         self._opts = opts
         self.out: queue.SimpleQueue = queue.SimpleQueue()
         self.received = 0
@@ -173,6 +75,14 @@ class _FetchPull:
         self._deadline: float = 0.0
         #: A consumer info request is on its way (the pull saw 409 Consumer Deleted or 503).
         self.checking = False
+
+    @property
+    def conn(self) -> Any:
+        return self._conn
+
+    def unfinished(self) -> bool:
+        """True while more may still arrive (not ended, batch not complete). No I/O."""
+        return not self._ended and self.received < self._opts.batch
 
     def start_soon(self) -> None:
         """Schedule ``start()`` on the loop without waiting for it (any thread). Never blocks."""
@@ -193,7 +103,7 @@ class _FetchPull:
             await client.unsubscribe_raw(self._sub)
             return
         client.add_listener(self)
-        subject = self._consumer.js._api.msg_next(self._consumer.stream_name, self._consumer.name)
+        subject = self._target.subject
         self._watched = {subject.lower(): subject, inbox.lower(): inbox}
         body = json.dumps(self._opts.request(), separators=(",", ":")).encode()
         try:
@@ -221,21 +131,21 @@ class _FetchPull:
         if self._heartbeat.missed(now):
             # The server may drop a waiting pull without a word when the stream is deleted.
             self._check(errors.NoHeartbeatError(
-                f"fetch from {self._consumer._label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
+                f"fetch from {self._target.label}: no heartbeat for {self._heartbeat.limit:.3g}s"))
             return
         self._arm()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
         if self._ended:
-            if reply.startswith(b"$JS.ACK."):  # on the wire when the pull ended: hand it back at once
+            if reply.startswith(ACK_PREFIX):  # on the wire when the pull ended: hand it back at once
                 self._nak(reply)
             return
         self._heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
-            consumer = self._consumer
-            kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
-                                        consumer.name)
+            target = self._target
+            kind, err = classify_status(status[0], status[1].get("Description", ""), target.stream,
+                                        target.consumer)
             if isinstance(err, _LOST):
                 self._check(err)
             elif kind not in _IDLE:
@@ -258,7 +168,7 @@ class _FetchPull:
             self._watchdog.cancel()
 
         async def check() -> None:
-            self.end(await lost_consumer(self._consumer, err))
+            self.end(await lost_consumer(self._target, err))
 
         self._conn.loop_thread.spawn(check(), name="jetstream-sync-fetch-check")
 
@@ -274,7 +184,7 @@ class _FetchPull:
             # The handler stays a little longer to NAK what was already on the wire.
             self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
                                          name="jetstream-sync-unsub")
-        self.out.put((_END, err))
+        self.out.put(Terminal(err))
 
     def abandon(self) -> None:
         """The reader gave up on the batch (loop thread): NAK what arrived and was not read, then end
@@ -314,159 +224,107 @@ class _FetchPull:
             self.end(spelled(error, watched[subject]))
 
 
-class MessageBatch:
-    """The result of ``fetch()``: iterate to get messages as they arrive.
-
-    Iteration blocks the calling thread (waking every 0.25 s, so Ctrl-C lands;
-    an interrupt cancels the pull) and ends when the pull ends. A terminal
-    error (consumer deleted, 400, connection closed) is raised once every
-    message received before it was yielded, and is kept in ``error``.
-    Not thread-safe: iterate from one thread.
-    """
-
-    def __init__(self, pull: _FetchPull, client_deadline: float) -> None:
-        self._pull = pull
-        self._deadline = time.monotonic() + client_deadline + 1.0
-        self.error: BaseException | None = None
-        self._done = False
-        self.received = 0
-
-    def __iter__(self) -> Iterator[Msg]:
-        return self
-
-    def __next__(self) -> Msg:
-        if self._done:
-            raise StopIteration
-        # Handler around a call, not around the loop (see MessageStream.next).
-        try:
-            return self._next()
-        except (StopIteration, errors.JetStreamError):
-            raise
-        except BaseException:
-            # KeyboardInterrupt: leave no pull behind on the server.
-            self.stop()
-            raise
-
-    def _next(self) -> Msg:
-        get = self._pull.out.get
-        lt = self._pull._conn.loop_thread
-        while True:
-            try:
-                item = get(timeout=WAKE_INTERVAL)
-            except queue.Empty:
-                if lt.closed:
-                    self._finish(errors.ClientClosedError("the client was closed during the fetch"))
-                if time.monotonic() > self._deadline and not self._pull.checking:
-                    # The loop missed its own deadline: end the pull from here.
-                    self.stop()
-                    self._finish(None)
-                    raise StopIteration from None
-                continue
-            if type(item) is tuple and item and item[0] is _END:
-                self._finish(item[1])
-                raise StopIteration
-            self.received += 1
-            return item
-
-    def _finish(self, err: BaseException | None) -> None:
-        self._done = True
-        if err is not None:
-            self.error = err
-            raise err
-
-    @property
-    def unread(self) -> bool:
-        """True while the pull may hold messages not yet read: more may still arrive, or some
-        arrived and were not iterated. No I/O; read on any thread (a stale answer errs to True)."""
-        pull = self._pull
-        return (not pull._ended and pull.received < pull._opts.batch) or pull.received > self.received
-
-    def stop(self) -> None:
-        """Abandon the pull: the inbox is unsubscribed, and messages received but not yet read (or
-        still on the wire) are NAKed, so the server redelivers them at once. Never blocks."""
-        if self._done:
-            return  # iterated to its end: nothing unread
-        try:
-            self._pull._conn.loop_thread.call_soon(self._pull.abandon)
-        except errors.ClientClosedError:
-            pass
-
-    def __enter__(self) -> "MessageBatch":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-def start_fetch(consumer: "Consumer", opts: FetchOptions) -> MessageBatch:
-    """Send the pull request now (without waiting for the loop) and return the batch to iterate.
-
-    Nothing here waits on the network; ``opts`` bound how long the batch waits."""
-    pull = _FetchPull(consumer, opts)
-    consumer._conn.loop_thread.check_usable()
-    # No wait for the loop: the request goes out with the loop's next turn,
-    # and anything that stops it arrives through the batch like any ending.
-    pull.start_soon()
-    return MessageBatch(pull, opts.client_deadline)
-
-
 # -- the continuous pull (messages() and consume()) ---------------------------
 
 
-@attrs.frozen(kw_only=True)
-class ConsumeOptions:
-    """Validated options of a continuous pull (ADR-37 "Consume Configuration Options")."""
+class PullCredit:
+    """The credit of a continuous pull (ADR-37), pure bookkeeping with no I/O: messages (or bytes)
+    requested from the server and not yet taken by a reader. A new request tops credit back up to
+    the limit once it has fallen to the threshold, so what waits locally never exceeds
+    ``max_messages``/``max_bytes``. Thread-safe: the loop thread delivers and requests, readers take."""
 
-    max_messages: int
-    max_bytes: int | None
-    expires: float
-    idle_heartbeat: float
-    threshold_messages: int
-    threshold_bytes: int | None
+    __slots__ = ("_opts", "_lock", "pending_msgs", "pending_bytes", "buffered_msgs", "buffered_bytes",
+                 "scheduled", "wait_for_empty")
 
+    def __init__(self, opts: ConsumeOptions) -> None:
+        self._opts = opts
+        self._lock = threading.Lock()  # held briefly on both sides
+        self.pending_msgs = 0       # requested, not yet delivered (or cancelled by a status)
+        self.pending_bytes = 0
+        self.buffered_msgs = 0      # delivered, not yet taken by a reader
+        self.buffered_bytes = 0
+        #: A refill was asked of the loop thread and has not run yet.
+        self.scheduled = False
+        #: A message did not fit the free bytes: request again only once the buffer is empty.
+        self.wait_for_empty = False
 
-def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
-                    idle_heartbeat: Any = None, threshold_messages: Any = None,
-                    threshold_bytes: Any = None) -> ConsumeOptions:
-    """Apply ADR-37's defaults and rules for messages()/consume().
+    def _due(self) -> bool:
+        opts = self._opts
+        if opts.max_bytes is None:
+            return self.pending_msgs + self.buffered_msgs <= opts.threshold_messages
+        return self.pending_bytes + self.buffered_bytes <= opts.threshold_bytes  # type: ignore[operator]
 
-    ``max_messages`` 500 when neither limit is given; ``max_messages`` and
-    ``max_bytes`` exclusive; ``expires`` at least 1 s; ``idle_heartbeat``
-    expires/2 capped at 30 s (at least 0.5 s, at most expires/2); thresholds
-    50% and never above their limit.
-    """
-    mm = check_count(max_messages, "max_messages")
-    mb = check_count(max_bytes, "max_bytes")
-    if mm is not None and mb is not None:
-        raise ValueError("max_messages and max_bytes are exclusive: give at most one")
-    exp = check_seconds(expires, "expires")
-    if exp is None or exp < 1.0:
-        raise ValueError(f"expires must be at least 1 second for messages()/consume(), got {expires!r}")
-    hb = check_seconds(idle_heartbeat, "idle_heartbeat")
-    if hb is None:
-        hb = max(0.5, min(exp / 2, 30.0))
-    elif hb > exp / 2:
-        raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
-    elif hb < 0.5 or hb > 30.0:
-        raise ValueError(f"idle_heartbeat must be between 0.5 and 30 seconds, got {hb:.3g}s")
-    tm = check_count(threshold_messages, "threshold_messages") if threshold_messages != 0 else 0
-    tb = check_count(threshold_bytes, "threshold_bytes") if threshold_bytes != 0 else 0
-    if mb is not None:
-        if threshold_messages is not None:
-            raise ValueError("threshold_messages goes with max_messages; with max_bytes use threshold_bytes")
-        tb = mb // 2 if tb is None else tb
-        if tb > mb:
-            raise ValueError(f"threshold_bytes ({tb}) must not exceed max_bytes ({mb})")
-        return ConsumeOptions(max_messages=BYTES_BATCH, max_bytes=mb, expires=exp, idle_heartbeat=hb,
-                              threshold_messages=0, threshold_bytes=tb)
-    if threshold_bytes is not None:
-        raise ValueError("threshold_bytes goes with max_bytes; with max_messages use threshold_messages")
-    mm = 500 if mm is None else mm
-    tm = mm // 2 if tm is None else tm
-    if tm > mm:
-        raise ValueError(f"threshold_messages ({tm}) must not exceed max_messages ({mm})")
-    return ConsumeOptions(max_messages=mm, max_bytes=None, expires=exp, idle_heartbeat=hb,
-                          threshold_messages=tm, threshold_bytes=None)
+    def delivered(self, size: int) -> bool:
+        """A message of ``size`` bytes arrived; True when credit has fallen to the threshold."""
+        with self._lock:
+            self.pending_msgs = max(0, self.pending_msgs - 1)
+            self.pending_bytes = max(0, self.pending_bytes - size)
+            self.buffered_msgs += 1
+            self.buffered_bytes += size
+            return self._due()
+
+    def taken(self, size: int) -> bool:
+        """A reader took a message of ``size`` bytes; True when a refill should be asked for now (due,
+        and none asked for yet: the caller then asks once)."""
+        with self._lock:
+            self.buffered_msgs -= 1
+            self.buffered_bytes -= size
+            if self.scheduled or not self._due():
+                return False
+            self.scheduled = True
+            return True
+
+    def next_request(self) -> tuple[int, int | None] | None:
+        """(batch, max_bytes) of the pull request that tops credit up to the limit, counted as pending;
+        None when credit is above the threshold (or a message too big waits for an empty buffer)."""
+        opts = self._opts
+        with self._lock:
+            self.scheduled = False
+            if opts.max_bytes is None:
+                credit = self.pending_msgs + self.buffered_msgs
+                if credit > opts.threshold_messages or credit >= opts.max_messages:
+                    return None
+                batch = opts.max_messages - credit
+                self.pending_msgs += batch
+                return batch, None
+            credit = self.pending_bytes + self.buffered_bytes
+            if credit > opts.threshold_bytes or credit >= opts.max_bytes:  # type: ignore[operator]
+                return None
+            if self.wait_for_empty:
+                if self.buffered_bytes > 0:
+                    return None
+                self.wait_for_empty = False
+            max_bytes = opts.max_bytes - credit
+            self.pending_bytes += max_bytes
+            return BYTES_BATCH, max_bytes
+
+    def unsent(self, batch: int, max_bytes: int | None) -> None:
+        """The request of :meth:`next_request` never left: its credit is not pending."""
+        with self._lock:
+            if max_bytes is None:
+                self.pending_msgs -= batch
+            else:
+                self.pending_bytes -= max_bytes
+
+    def forget(self) -> None:
+        """Credit in flight will never arrive (a refused or lost pull, a reconnect, a new consumer)."""
+        with self._lock:
+            self.pending_msgs = 0
+            self.pending_bytes = 0
+
+    def cancelled(self, msgs: int, size: int) -> None:
+        """The server ended a request with ``msgs`` messages and ``size`` bytes undelivered."""
+        with self._lock:
+            self.pending_msgs = max(0, self.pending_msgs - msgs)
+            self.pending_bytes = max(0, self.pending_bytes - size)
+
+    def too_big(self) -> bool:
+        """The next message is bigger than the free byte credit: True when the buffer is empty already
+        (even the whole budget is too small), else the next request waits until it is."""
+        with self._lock:
+            empty = self.buffered_bytes <= 0
+            self.wait_for_empty = not empty
+            return empty
 
 
 RETRY_PULL_DELAY = 1.0
@@ -492,31 +350,21 @@ class ContinuousPull:
     #: A pull never asks for more than its buffer holds, so nothing is ever dropped.
     dropped = 0
 
-    def __init__(self, consumer: "Consumer", opts: ConsumeOptions, sink: Sink,
+    def __init__(self, target: Target, opts: ConsumeOptions, sink: Sink,
                  hook: ResetHook | None = None) -> None:
-        self._consumer = consumer
+        self._target = target
         self._hook = hook
-        self._conn = consumer._conn
+        self._conn = target.conn
         self._opts = opts
         self._sink = sink
-        self._lock = threading.Lock()  # guards the counters below; held briefly on both sides
-        self._pending_msgs = 0      # requested, not yet delivered (or cancelled by a status)
-        self._pending_bytes = 0
-        self._buffered_msgs = 0     # delivered, not yet taken by a user thread
-        self._buffered_bytes = 0
-        self._check_scheduled = False
-        self._wait_for_empty = False  # a message did not fit the free bytes: pull again once all are free
+        self._credit = PullCredit(opts)
         self.pulls = 0
         self.received = 0
-        self._sub: Any = None
         self._inbox = ""
         self._subject = ""
-        self._stopped = False
-        self._paused = False
-        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        self._hb_timer: asyncio.TimerHandle | None = None
+        self._d = Delivery(target, sink, opts.idle_heartbeat, self)
         self._retry_timer: asyncio.TimerHandle | None = None
-        self.halted = threading.Event()  # set once no message can be delivered any more
+        self.halted = self._d.halted  # set once no message can be delivered any more
         self.limit = opts.max_messages if opts.max_bytes is None else None
         self._asked = False     # a consumer info was asked since the last sign of life (a 503 is asked about once)
         self._checking = False  # ... and its answer is awaited: no pull goes out meanwhile
@@ -524,41 +372,41 @@ class ContinuousPull:
     # -- loop thread -------------------------------------------------------
 
     async def start(self) -> None:
-        """Subscribe an inbox and send the first pull request to the handle's consumer."""
+        """Subscribe an inbox and send the first pull request to the target's consumer."""
         self.attach()
-        await self.retarget(self._consumer.name)
+        assert self._target.consumer is not None
+        await self.retarget(self._target.consumer)
 
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
         :meth:`retarget` names a consumer."""
-        self._conn.add_listener(self)
-        self._paused = not self._conn.is_connected
-        self._heartbeat.seen()
-        self._arm_heartbeat()
+        self._d.attach()
 
     async def retarget(self, name: str) -> None:
         """Pull from consumer ``name`` (of the same stream) on a fresh inbox, starting now."""
         client = self._conn
         self._inbox = client.new_inbox()
-        self._subject = self._consumer.js._api.msg_next(self._consumer.stream_name, name)
-        self._sub = await client.subscribe_raw(self._inbox, self._on_msg)
-        if self._stopped:  # halted while subscribing
-            await client.unsubscribe_raw(self._sub)
+        self._subject = self._target.pull_subject(name)
+        self._target = self._target.moved(name, self._subject)
+        d = self._d
+        d.subjects = (self._subject, self._inbox)
+        sub = await client.subscribe_raw(self._inbox, self._on_msg)
+        if d.stopped:  # halted while subscribing
+            await client.unsubscribe_raw(sub)
             return
-        self._heartbeat.seen()
+        d.sub = sub
+        d.heartbeat.seen()
         self._check()
 
     async def suspend(self) -> None:
         """Stop pulling from the current consumer: its inbox is muted (what is still on the wire is
         dropped) and unsubscribed, and the credit in flight forgotten. Messages already delivered
         keep their credit until taken. The heartbeat alarm sleeps until :meth:`retarget`."""
-        sub, self._sub = self._sub, None
+        sub, self._d.sub = self._d.sub, None
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
 
     def _request(self, batch: int, max_bytes: int | None) -> None:
         opts = self._opts
@@ -569,102 +417,56 @@ class ContinuousPull:
 
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
-        if self._stopped or self._paused or self._retry_timer is not None or self._sub is None or self._checking:
+        d = self._d
+        if d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking:
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
-        opts = self._opts
-        with self._lock:
-            self._check_scheduled = False
-            if opts.max_bytes is None:
-                credit = self._pending_msgs + self._buffered_msgs
-                if credit > opts.threshold_messages or credit >= opts.max_messages:
-                    return
-                batch, max_bytes = opts.max_messages - credit, None
-                self._pending_msgs += batch
-            else:
-                credit = self._pending_bytes + self._buffered_bytes
-                if credit > opts.threshold_bytes or credit >= opts.max_bytes:
-                    return
-                if self._wait_for_empty:
-                    if self._buffered_bytes > 0:
-                        return
-                    self._wait_for_empty = False
-                batch, max_bytes = BYTES_BATCH, opts.max_bytes - credit
-                self._pending_bytes += max_bytes
+        request = self._credit.next_request()
+        if request is None:
+            return
+        batch, max_bytes = request
         try:
             self._request(batch, max_bytes)
         except errors.JetStreamError as exc:  # disconnected with a full buffer: retry on reconnect
-            with self._lock:
-                if max_bytes is None:
-                    self._pending_msgs -= batch
-                else:
-                    self._pending_bytes -= max_bytes
+            self._credit.unsent(batch, max_bytes)
             log.debug("jetstream_sync: pull request not sent: %s", exc)
 
     def _check_soon(self) -> None:
         self._check()
 
-    def _arm_heartbeat(self) -> None:
-        if self._stopped:
-            return
-        self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
-
-    def _on_heartbeat_timer(self) -> None:
-        if self._stopped:
-            return
-        if self._watching() and self._heartbeat.missed(time.monotonic()):
-            self._missed_heartbeat()
-        self._arm_heartbeat()
-
-    def _watching(self) -> bool:
-        """Whether silence now means a missed heartbeat (not while disconnected or suspended)."""
-        return not self._paused and self._sub is not None
-
-    def _missed_heartbeat(self) -> None:
+    def missed_heartbeat(self) -> None:
         # The server (or the pull) is gone without a word: report it, forget
         # the credit that will never arrive and pull afresh.
         err = errors.NoHeartbeatError(
-            f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
+            f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
         if self._hook is not None and self._hook.lost("heartbeat", err):
             return
         self._sink(Warning_(err))
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         self._check()
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        if self._stopped:
-            if reply.startswith(b"$JS.ACK."):  # arrived after stop: hand it back at once
-                self._conn.write_now(ack_command(reply, NAK))
+        d = self._d
+        if d.stopped:
+            d.nak_late(reply)
             return
-        self._heartbeat.seen()
+        d.heartbeat.seen()
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)
             return
         if self._hook is not None and not self._hook.admit(reply):
             return
-        size = len(subject) + len(reply) + len(raw_headers) + len(data)
-        opts = self._opts
-        with self._lock:
-            self._pending_msgs = max(0, self._pending_msgs - 1)
-            self._pending_bytes = max(0, self._pending_bytes - size)
-            self._buffered_msgs += 1
-            self._buffered_bytes += size
-            # Workers free credit as they take messages; notice it here too, so
-            # a busy loop refills without waiting for a worker's wake-up call.
-            if opts.max_bytes is None:
-                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
-            else:
-                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
+        # Workers free credit as they take messages; notice it here too, so
+        # a busy loop refills without waiting for a worker's wake-up call.
+        due = self._credit.delivered(len(subject) + len(reply) + len(raw_headers) + len(data))
         self.received += 1
         self._sink(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
         if due:
             self._check()
 
     def _on_status(self, status: str, hdrs: Any) -> None:
-        consumer = self._consumer
-        kind, err = classify_status(status, hdrs.get("Description", ""), consumer.stream_name, consumer.name)
+        target = self._target
+        kind, err = classify_status(status, hdrs.get("Description", ""), target.stream, target.consumer)
         no_responders = isinstance(err, errors.NoRespondersError)
         if not no_responders:
             self._asked = False  # the server answered for the consumer: a later 503 is worth asking about
@@ -674,18 +476,13 @@ class ContinuousPull:
             return  # nobody serves this consumer's pulls: it is gone
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
-            with self._lock:
-                self._pending_msgs = max(0, self._pending_msgs - int(pm or 0))
-                self._pending_bytes = max(0, self._pending_bytes - int(pb or 0))
+            self._credit.cancelled(int(pm or 0), int(pb or 0))
         if kind is Status.END:
             if self._opts.max_bytes is not None and "exceeds maxbytes" in hdrs.get("Description", "").lower():
                 # The next message is bigger than the free byte credit. Wait for
                 # the buffer to empty and pull the whole budget; if even that
                 # is too small, say so and back off instead of spinning.
-                with self._lock:
-                    empty = self._buffered_bytes <= 0
-                    self._wait_for_empty = not empty
-                if empty:
+                if self._credit.too_big():
                     self._sink(Warning_(errors.JetStreamError(
                         f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))
                     if self._retry_timer is None:
@@ -709,9 +506,7 @@ class ContinuousPull:
             self._ask(err, terminal=False)
         elif not self._checking:
             self._sink(Warning_(err))
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         if self._retry_timer is None:
             self._retry_timer = self._conn.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
 
@@ -727,9 +522,9 @@ class ContinuousPull:
         self._checking = True
 
         async def ask() -> None:
-            verdict = await lost_consumer(self._consumer, err)
+            verdict = await lost_consumer(self._target, err)
             self._checking = False
-            if self._stopped:
+            if self._d.stopped:
                 return
             if terminal or verdict is not err:
                 self.halt(verdict)
@@ -739,70 +534,37 @@ class ContinuousPull:
 
         self._conn.loop_thread.spawn(ask(), name="jetstream-sync-pull-check")
 
+    @property
+    def ending(self) -> bool:
+        """True once the pull was told to stop (halted). No I/O."""
+        return self._d.stopped
+
     def halt(self, err: BaseException | None) -> None:
         """Stop pulling for good (loop thread): unsubscribe, cancel timers, send ``Terminal``. Idempotent."""
-        if self._stopped:
+        if self._d.stopped:
             return
         if (isinstance(err, errors.ConsumerDeletedError) and self._hook is not None
                 and self._hook.lost("deleted", err)):
             return
-        self._stopped = True
-        for timer in (self._hb_timer, self._retry_timer):
-            if timer is not None:
-                timer.cancel()
-        self._conn.remove_listener(self)
-        if self._sub is not None:
-            # Dropping interest makes the server discard our waiting pull requests;
-            # the handler stays a little longer to NAK what was already on the wire.
-            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
-                                           name="jetstream-sync-unsub")
-        self.halted.set()
-        self._sink(Terminal(err))
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        self._d.end(err)  # dropping interest makes the server discard our waiting pull requests
 
-    # connection events (loop thread)
-    def on_disconnected(self) -> None:
-        self._paused = True
-
-    def on_reconnected(self) -> None:
-        # ADR-37 rev 2: reset the timer and pull again with full credit, without
-        # asking whether the consumer still exists.
-        self._paused = False
+    def reconnected(self) -> None:
+        """(the skeleton's policy) ADR-37 rev 2: the heartbeat count restarted; pull again with full
+        credit, without asking whether the consumer still exists."""
         self._asked = False  # deleted while we were away? the next 503 asks
-        self._heartbeat.seen()
         if self._hook is not None and self._hook.lost("reconnect", None):
             return
-        with self._lock:
-            self._pending_msgs = 0
-            self._pending_bytes = 0
+        self._credit.forget()
         self._check()
-
-    def on_closed(self) -> None:
-        self.halt(errors.ClientClosedError("the client was closed"))
-
-    def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        # Refused pulls would only ever be refused again: end with the error.
-        for mine in (self._subject, self._inbox):
-            if subject == mine.lower():
-                self.halt(spelled(error, mine))
-                return
 
     # -- user threads ------------------------------------------------------
 
     def taken(self, size: int) -> None:
         """A user thread took one message out of the buffer: free its credit. Never blocks on I/O."""
-        opts = self._opts
-        with self._lock:
-            self._buffered_msgs -= 1
-            self._buffered_bytes -= size
-            if self._check_scheduled or self._stopped:
-                return
-            if opts.max_bytes is None:
-                due = self._pending_msgs + self._buffered_msgs <= opts.threshold_messages
-            else:
-                due = self._pending_bytes + self._buffered_bytes <= opts.threshold_bytes
-            if not due:
-                return
-            self._check_scheduled = True
+        if not self._credit.taken(size) or self._d.stopped:
+            return
         try:
             self._conn.loop_thread.call_soon(self._check_soon)
         except errors.ClientClosedError:
@@ -814,21 +576,19 @@ class ContinuousPull:
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""
-        return self._buffered_msgs
+        return self._credit.buffered_msgs
 
     def stop_soon(self) -> None:
         """Ask the loop to halt this pull (any thread). Never blocks."""
-        try:
-            self._conn.loop_thread.call_soon(self.halt, None)
-        except errors.ClientClosedError:
-            self.halted.set()
+        self._d.stop_soon(self.halt, None)
 
 
 # -- next(): one message on a long-lived inbox --------------------------------
 
 
 class NextInbox:
-    """A long-lived inbox for ``Consumer.next()``, serving one call at a time.
+    """A long-lived inbox for ``Consumer.next()``, serving one call at a time (the loop-thread half;
+    the caller's half is ``fetch.NextCall``).
 
     Saves a SUB/UNSUB and a task per call: the pull request rides the Outbox
     (sharing a loop crossing with the previous ack) and the reply reaches the
@@ -841,15 +601,16 @@ class NextInbox:
     cannot take the next message. A message arriving with nobody waiting is NAKed.
     """
 
-    def __init__(self, consumer: "Consumer") -> None:
-        self._consumer = consumer
-        self._conn = consumer._conn
+    def __init__(self, target: Target) -> None:
+        #: Whose next() this inbox serves.
+        self.target = target
+        self._conn = target.conn
         self._busy = threading.Lock()
-        self._current: queue.SimpleQueue | None = None
-        self._token = b""
+        self.current: queue.SimpleQueue | None = None  # the queue of the call in progress
+        self.token = b""
         self._tokens = itertools.count(1)
-        self.prefix = consumer._conn.new_inbox().encode() + b"."
-        self.subject = consumer.js._api.msg_next(consumer.stream_name, consumer.name).encode()
+        self.prefix = target.conn.new_inbox().encode() + b"."
+        self.subject = target.subject.encode()
         self._sub: Any = None
         self.retired = False
 
@@ -865,7 +626,7 @@ class NextInbox:
     def on_closed(self) -> None: ...
 
     def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        q = self._current
+        q = self.current
         if q is None:
             return
         if subject == self.subject.decode().lower():
@@ -874,18 +635,31 @@ class NextInbox:
             q.put((error,))
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        q = self._current
+        q = self.current
         if subject.startswith(self.prefix):  # a status: it names its request
-            if q is not None and subject[len(self.prefix):] == self._token:
+            if q is not None and subject[len(self.prefix):] == self.token:
                 q.put((subject, reply, data, raw_headers))
             return
         if q is not None:
             q.put((subject, reply, data, raw_headers))
-        elif reply.startswith(b"$JS.ACK."):  # nobody waits for it any more: hand it back
+        elif reply.startswith(ACK_PREFIX):  # nobody waits for it any more: hand it back
             try:
                 self._conn.write_now(ack_command(reply, NAK))
             except errors.JetStreamError:
                 pass
+
+    def begin(self) -> tuple[bytes, queue.SimpleQueue]:
+        """Start one call (after :meth:`try_acquire`): its token, and the queue its answer comes to."""
+        self.token = token = b"%d" % next(self._tokens)
+        self.current = q = queue.SimpleQueue()
+        return token, q
+
+    def finish(self, ok: bool) -> None:
+        """The call is over (its thread); a call that did not end normally retires the inbox."""
+        self.current = None
+        self._busy.release()
+        if not ok:
+            self.retire()
 
     def try_acquire(self) -> bool:
         """Reserve the inbox for one call (False when another thread is using it)."""
@@ -907,67 +681,3 @@ class NextInbox:
                                                            name="jetstream-sync-unsub"))
             except errors.ClientClosedError:
                 pass
-
-    def next(self, opts: FetchOptions, what: str) -> Msg:
-        """Send a one-message pull and wait for its answer on the calling thread (after ``try_acquire``)."""
-        client = self._conn
-        token = b"%d" % next(self._tokens)
-        q: queue.SimpleQueue = queue.SimpleQueue()
-        self._token = token
-        self._current = q
-        body = json.dumps(opts.request(), separators=(",", ":")).encode()
-        self._ok = False
-        # The cleanup wraps a call, not the wait loop (see MessageStream.next).
-        try:
-            client.write(b"PUB " + self.subject + b" " + self.prefix + token + b" %d\r\n" % len(body)
-                         + body + b"\r\n")
-            return self._wait(q, opts, what)
-        finally:
-            self._current = None
-            self._busy.release()
-            if not self._ok:
-                self.retire()
-
-    def _wait(self, q: queue.SimpleQueue, opts: FetchOptions, what: str) -> Msg:
-        client = self._conn
-        now = time.monotonic()
-        deadline = now + opts.client_deadline
-        heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        while True:
-            try:
-                item = q.get(timeout=WAKE_INTERVAL)
-            except queue.Empty:
-                now = time.monotonic()
-                # is_closed, not lt.closed: a connection that gave up reconnecting
-                # is closed while the loop thread still runs.
-                if client.is_closed:
-                    raise errors.ClientClosedError("the client was closed during next()") from None
-                if now > deadline:
-                    raise errors.TimeoutError.after(what, opts.expires, "no message") from None
-                if heartbeat.missed(now):  # gone without a word (a deleted stream may drop the pull)?
-                    self._current = None  # what still comes is NAKed while we ask
-                    raise lost_consumer_sync(self._consumer, errors.NoHeartbeatError(
-                        f"{what}: no heartbeat for {heartbeat.limit:.3g}s")) from None
-                continue
-            if len(item) == 1:  # the server refused the pull or the inbox
-                self._ok = True
-                raise item[0]
-            subject, reply, data, raw = item
-            heartbeat.seen()
-            status = status_of(raw, data) if raw and not data else None
-            if status is not None:
-                consumer = self._consumer
-                kind, err = classify_status(status[0], status[1].get("Description", ""), consumer.stream_name,
-                                            consumer.name)
-                if kind in _IDLE:
-                    continue
-                self._ok = True  # the server ended this request itself
-                if kind is Status.END:
-                    raise errors.TimeoutError.after(what, opts.expires, "no message")
-                assert err is not None
-                if isinstance(err, _LOST):  # is it gone? one consumer info request says
-                    self._current = None
-                    raise lost_consumer_sync(consumer, err)
-                raise err
-            self._ok = True
-            return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

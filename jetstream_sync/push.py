@@ -15,26 +15,22 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from . import errors
-from ._engine import HeartbeatWatch, ResetHook, Sink, Terminal, Warning_
+from ._connection import Connection
+from ._delivery import ACK_PREFIX, Delivery
+from ._engine import ResetHook, Sink, Target, Warning_
 from ._protocol import (
-    ACK_CONSUMER_SEQ, NAK, Status, ack_command, check_count, classify_status, parse_ack_subject,
-    pub_command, spelled, status_of,
+    ACK_CONSUMER_SEQ, Status, check_count, classify_status, parse_ack_subject, pub_command, status_of,
 )
+from .config import AckPolicy, ConsumerConfig
 from .message import Msg
 
-from .config import AckPolicy
-
-if TYPE_CHECKING:
-    from .config import ConsumerConfig
-
-__all__ = ["CoreSubject", "PushEngine", "PushOptions", "core_options", "push_options"]
+__all__ = ["PushEngine", "PushOptions", "core_options", "core_target", "push_options"]
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +87,78 @@ def core_options(subject: str, queue: str | None, pending_msgs_limit: Any = DEFA
                        acked=False)
 
 
-class CoreSubject:
-    """What the engine and readers need to know of a core subscription (in place of a consumer handle)."""
+def core_target(conn: Connection, subject: str, queue: str | None) -> Target:
+    """The target of a plain core NATS subscription: no stream, no consumer; starts within the
+    connection's default timeout."""
+    label = f"the subscription to {subject!r}" + (f" in queue group {queue!r}" if queue else "")
+    return Target(conn=conn, label=label, timeout=conn.default_timeout, name=subject, subject=subject)
 
-    def __init__(self, conn: Any, subject: str, queue: str | None) -> None:
-        self._conn = conn
-        self.name = subject
-        self._label = f"the subscription to {subject!r}" + (f" in queue group {queue!r}" if queue else "")
+
+class FlowLedger:
+    """The push engine's bookkeeping, pure, with no I/O: the buffer's room (messages and bytes
+    delivered, not yet taken) and flow control (ADR-15): a request is answered once readers have
+    taken every message delivered before it, and no subject is answered twice. Thread-safe: the
+    loop thread delivers and records requests, readers take."""
+
+    __slots__ = ("msgs_limit", "bytes_limit", "_lock", "buffered_msgs", "buffered_bytes", "taken_count", "_waiting",
+                 "_answered")
+
+    def __init__(self, msgs_limit: int, bytes_limit: int) -> None:
+        self.msgs_limit = msgs_limit
+        self.bytes_limit = bytes_limit
+        self._lock = threading.Lock()
+        self.buffered_msgs = 0
+        self.buffered_bytes = 0
+        self.taken_count = 0  # messages readers took, ever
+        self._waiting: collections.deque[tuple[int, str]] = collections.deque()  # (delivered before it, reply)
+        self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
+
+    def full(self, size: int) -> bool:
+        """Whether a message of ``size`` bytes finds no room. Only the delivering thread adds, readers
+        only take away, so what was free here is still free when :meth:`delivered` follows."""
+        return self.buffered_msgs >= self.msgs_limit or self.buffered_bytes + size > self.bytes_limit
+
+    def delivered(self, size: int) -> None:
+        with self._lock:
+            self.buffered_msgs += 1
+            self.buffered_bytes += size
+
+    def taken(self, size: int) -> bool:
+        """A reader took a message of ``size`` bytes; True when a waiting flow-control request is due."""
+        with self._lock:
+            self.buffered_msgs -= 1
+            self.buffered_bytes -= size
+            self.taken_count += 1
+            return bool(self._waiting) and self.taken_count >= self._waiting[0][0]
+
+    def requested(self, delivered: int, reply: str) -> bool:
+        """A flow-control request came after ``delivered`` messages: True to answer it now (all taken),
+        else it waits for :meth:`due`."""
+        with self._lock:
+            if self.taken_count >= delivered:
+                return True
+            self._waiting.append((delivered, reply))
+            return False
+
+    def due(self) -> list[str]:
+        """The waiting requests whose messages were all taken, oldest first (removed from the ledger)."""
+        with self._lock:
+            due = []
+            while self._waiting and self.taken_count >= self._waiting[0][0]:
+                due.append(self._waiting.popleft()[1])
+            return due
+
+    def first_answer(self, reply: str) -> bool:
+        """True the first time ``reply`` is to be answered (remembered since); False for a repeat."""
+        if reply in self._answered:
+            return False
+        self._answered.append(reply)
+        return True
+
+    def forget_requests(self) -> None:
+        """The consumer changed: its waiting requests will never be answered."""
+        with self._lock:
+            self._waiting.clear()
 
 
 class PushEngine:
@@ -111,31 +172,23 @@ class PushEngine:
 
     pulls = 0
 
-    def __init__(self, consumer: Any, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
-        self._consumer = consumer
+    def __init__(self, target: Target, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
+        self._target = target
         self._hook = hook
         self._subject = opts.deliver_subject
-        self._conn = consumer._conn
+        self._conn = target.conn
         self._opts = opts
         self._sink = sink
         self.limit: int | None = opts.pending_msgs_limit
-        self._lock = threading.Lock()   # the counters below and the flow-control queue
-        self._buffered_msgs = 0
-        self._buffered_bytes = 0
-        self._taken = 0                 # messages readers took, ever
-        self._fc: collections.deque[tuple[int, str]] = collections.deque()  # (received before it, reply)
-        self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
+        self._ledger = FlowLedger(opts.pending_msgs_limit, opts.pending_bytes_limit)
+        self._lock = threading.Lock()   # the drop count
         self.received = 0
         self.dropped = 0
         self._overflowing = False
         self._dseq = 0                  # last consumer sequence seen (kept across reconnects)
-        self._sub: Any = None
-        self._stopped = False
         self._winding = False
-        self._paused = False
-        self._heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        self._hb_timer: Any = None
-        self.halted = threading.Event()
+        self._d = Delivery(target, sink, opts.idle_heartbeat, self)
+        self.halted = self._d.halted
 
     # -- loop thread ---------------------------------------------------------
 
@@ -151,54 +204,44 @@ class PushEngine:
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is received until
         :meth:`retarget` names a deliver subject."""
-        self._conn.add_listener(self)
-        self._paused = not self._conn.is_connected
-        self._heartbeat.seen()
-        if self._opts.idle_heartbeat:
-            self._arm_heartbeat()
+        self._d.attach()
 
     async def retarget(self, deliver_subject: str) -> None:
         """Receive on ``deliver_subject`` from now on (a new consumer's, for the ordered push consumer)."""
         self._subject = deliver_subject
+        d = self._d
+        d.subjects = (deliver_subject,)
         sub = await self._conn.subscribe_raw(deliver_subject, self._on_msg, queue=self._opts.deliver_group or "")
-        if self._stopped or self._winding:
+        if d.stopped or self._winding:
             await self._conn.unsubscribe_raw(sub)
             return
-        self._sub = sub
-        self._heartbeat.seen()
+        d.sub = sub
+        d.heartbeat.seen()
 
     async def suspend(self) -> None:
         """Stop receiving from the current deliver subject: muted (what is on the wire is dropped) and
         unsubscribed; flow-control requests of that consumer are forgotten and the consumer sequence
         restarts. Messages already delivered keep their room until taken."""
-        sub, self._sub = self._sub, None
+        sub, self._d.sub = self._d.sub, None
         if sub is not None:
             self._conn.mute(sub)
             await self._conn.unsubscribe_raw(sub)
-        with self._lock:
-            self._fc.clear()
+        self._ledger.forget_requests()
         self._dseq = 0
 
-    def _arm_heartbeat(self) -> None:
-        if not self._stopped:
-            self._hb_timer = self._conn.loop_thread.loop.call_later(self._heartbeat.interval, self._on_heartbeat_timer)
-
-    def _on_heartbeat_timer(self) -> None:
-        if self._stopped:
-            return
-        if not self._paused and self._sub is not None and self._heartbeat.missed(time.monotonic()):
-            err = errors.NoHeartbeatError(
-                f"{self._consumer._label}: no message or heartbeat for {self._heartbeat.limit:.3g}s")
-            if self._hook is None or not self._hook.lost("heartbeat", err):
-                self._sink(Warning_(err))
-        self._arm_heartbeat()
+    def missed_heartbeat(self) -> None:
+        """(the skeleton's policy) Said as a warning, unless an ordered consumer recreates itself."""
+        err = errors.NoHeartbeatError(
+            f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
+        if self._hook is None or not self._hook.lost("heartbeat", err):
+            self._sink(Warning_(err))
 
     def _on_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
-        if self._stopped:
-            if reply.startswith(b"$JS.ACK."):  # arrived after the end: hand it back at once
-                self._write(ack_command(reply, NAK))
+        d = self._d
+        if d.stopped:
+            d.nak_late(reply)
             return
-        self._heartbeat.last_seen = monotonic()  # HeartbeatWatch.seen(), inlined: once per message
+        d.heartbeat.last_seen = monotonic()  # HeartbeatWatch.seen(), inlined: once per message
         if raw_headers and not data:
             status = status_of(raw_headers, data)
             if status is not None:
@@ -208,10 +251,11 @@ class PushEngine:
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         # Room is checked first and taken last: only this thread adds to the counts, readers only
         # take away, so what was free here is still free below.
-        if self._buffered_msgs >= opts.pending_msgs_limit or self._buffered_bytes + size > opts.pending_bytes_limit:
+        ledger = self._ledger
+        if ledger.full(size):
             self._full(reply)
             return
-        is_js = reply.startswith(b"$JS.ACK.")
+        is_js = reply.startswith(ACK_PREFIX)
         if is_js:
             if self._hook is not None and not self._hook.admit(reply):
                 return
@@ -222,9 +266,7 @@ class PushEngine:
                     pass
                 else:
                     self._check_sequence(dseq)
-        with self._lock:
-            self._buffered_msgs += 1
-            self._buffered_bytes += size
+        ledger.delivered(size)
         self._overflowing = False
         msg = Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply)
         if is_js:
@@ -236,18 +278,18 @@ class PushEngine:
         opts = self._opts
         with self._lock:
             self.dropped += 1
-        if opts.gap_check and reply.startswith(b"$JS.ACK."):
+        if opts.gap_check and reply.startswith(ACK_PREFIX):
             try:  # it arrived: a drop is counted and said, never also reported as a gap
                 self._dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
             except ValueError:
                 pass
-        if self._hook is not None and reply.startswith(b"$JS.ACK.") and self._hook.lost("dropped", None):
+        if self._hook is not None and reply.startswith(ACK_PREFIX) and self._hook.lost("dropped", None):
             return  # an ordered consumer starts again after the last message it kept (every drop: idempotent)
         if self._overflowing:
             return
         self._overflowing = True
         err = errors.SlowConsumerError(
-            f"{self._consumer._label}: buffer full ({opts.pending_msgs_limit} messages or "
+            f"{self._target.label}: buffer full ({opts.pending_msgs_limit} messages or "
             f"{opts.pending_bytes_limit} bytes waiting): dropping messages; "
             + ("they are redelivered after ack_wait" if opts.acked and reply else "they are lost"))
         self._sink(Warning_(err))
@@ -259,7 +301,7 @@ class PushEngine:
         last, self._dseq = self._dseq, dseq
         if last and dseq > last + 1:
             self._sink(Warning_(errors.MessageGapError(
-                f"{self._consumer._label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
+                f"{self._target.label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
 
     def _on_status(self, reply: bytes, code: str, hdrs: Any) -> None:
         kind, err = classify_status(code, hdrs.get("Description", ""))
@@ -278,34 +320,23 @@ class PushEngine:
             if self._opts.gap_check and last and last.isdigit() and self._dseq and int(last) > self._dseq:
                 seen, self._dseq = self._dseq, int(last)
                 self._sink(Warning_(errors.MessageGapError(
-                    f"{self._consumer._label}: the server delivered up to consumer sequence {last}, "
+                    f"{self._target.label}: the server delivered up to consumer sequence {last}, "
                     f"the last received was {seen}", seen, int(last))))
             return
         # Push consumers get no pull statuses; whatever comes is reported, never swallowed.
         self._sink(Warning_(err if err is not None else errors.JetStreamError(f"status {code}")))
 
     def _flow_control(self, reply: str) -> None:
-        with self._lock:
-            if self._taken >= self.received:
-                due = True  # everything before it was already taken
-            else:
-                due = False
-                self._fc.append((self.received, reply))
-        if due:
-            self._answer(reply)
+        if self._ledger.requested(self.received, reply):
+            self._answer(reply)  # everything before it was already taken
 
     def _answer(self, reply: str) -> None:
-        if self._stopped or reply in self._answered:
+        if self._d.stopped or not self._ledger.first_answer(reply):
             return
-        self._answered.append(reply)
         self._write(pub_command(reply, "", b"", b""))
 
     def _answer_due(self) -> None:
-        with self._lock:
-            due = []
-            while self._fc and self._taken >= self._fc[0][0]:
-                due.append(self._fc.popleft()[1])
-        for reply in due:
+        for reply in self._ledger.due():
             self._answer(reply)
 
     def _write(self, cmd: bytes) -> None:
@@ -317,11 +348,11 @@ class PushEngine:
     async def _wind_down(self) -> None:
         """Stop interest first (UNSUB, then a round trip), so every message the server sent before
         reaches the reader; then end."""
-        if self._winding or self._stopped:
+        if self._winding or self._d.stopped:
             return
         self._winding = True
         try:
-            sub, self._sub = self._sub, None
+            sub, self._d.sub = self._d.sub, None
             if sub is not None:
                 await self._conn.unsubscribe_raw(sub, linger=_WIND_DOWN_WAIT + 2.0)
                 try:
@@ -334,49 +365,22 @@ class PushEngine:
     @property
     def ending(self) -> bool:
         """True once the engine was told to stop (winding down or halted). No I/O."""
-        return self._winding or self._stopped
+        return self._winding or self._d.stopped
 
     def halt(self, err: BaseException | None) -> None:
         """End delivery for good (loop thread): unsubscribe, cancel the alarm, send ``Terminal``. Idempotent."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self._hb_timer is not None:
-            self._hb_timer.cancel()
-        self._conn.remove_listener(self)
-        if self._sub is not None:
-            sub, self._sub = self._sub, None
-            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(sub, linger=2.0), name="jetstream-sync-unsub")
-        self.halted.set()
-        self._sink(Terminal(err))
+        self._d.end(err)
 
-    # connection events (loop thread)
-    def on_disconnected(self) -> None:
-        self._paused = True
-
-    def on_reconnected(self) -> None:
-        self._paused = False
-        self._heartbeat.seen()  # nats-py subscribed again; deliveries resume
+    def reconnected(self) -> None:
+        """(the skeleton's policy) nats-py subscribed again; an ordered consumer starts afresh."""
         if self._hook is not None:
             self._hook.lost("reconnect", None)
-
-    def on_closed(self) -> None:
-        self.halt(errors.ClientClosedError("the client was closed"))
-
-    def on_permission_denied(self, subject: str, error: BaseException) -> None:
-        if subject == self._subject.lower():
-            self.halt(spelled(error, self._subject))
 
     # -- any thread ------------------------------------------------------------
 
     def taken(self, size: int) -> None:
         """A reader took one message out of its buffer: free its room; answer flow control it reached."""
-        with self._lock:
-            self._buffered_msgs -= 1
-            self._buffered_bytes -= size
-            self._taken += 1
-            due = bool(self._fc) and self._taken >= self._fc[0][0]
-        if due:
+        if self._ledger.taken(size):
             try:
                 self._conn.loop_thread.call_soon(self._answer_due)
             except errors.ClientClosedError:
@@ -384,13 +388,10 @@ class PushEngine:
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""
-        return self._buffered_msgs
+        return self._ledger.buffered_msgs
 
     def stop_soon(self) -> None:
         """Stop interest and end once the server's messages sent before are in (any thread). Never blocks."""
         lt = self._conn.loop_thread
-        try:
-            lt.call_soon(lambda: lt.spawn(self._wind_down(), name="jetstream-sync-push-wind-down"))
-        except errors.ClientClosedError:
-            self.halted.set()
+        self._d.stop_soon(lambda: lt.spawn(self._wind_down(), name="jetstream-sync-push-wind-down"))
 

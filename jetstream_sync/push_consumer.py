@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ._handle import ConsumerHandle
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .message import Msg
-from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
+from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, PushOptions, push_options
 
 __all__ = ["PushConsumer"]
 
@@ -51,9 +51,9 @@ class PushConsumer(ConsumerHandle):
         """
         check_handlers(handler, error_handler, workers)
         nak_schedule(nak_delay)
-        opts = push_options(self._info.config, pending_msgs_limit, pending_bytes_limit)  # type: ignore[arg-type]
-        return ConsumeHandle(self, opts, handler, workers, error_handler, engine=PushEngine,  # type: ignore[arg-type]
-                             nak_delay=nak_delay)
+        opts = self._options(pending_msgs_limit, pending_bytes_limit)
+        return ConsumeHandle(self._target(opts.deliver_subject), opts, handler, workers, error_handler,
+                             engine=PushEngine, nak_delay=nak_delay)
 
     def messages(self, *, pending_msgs_limit: int = DEFAULT_PENDING_MSGS,
                  pending_bytes_limit: int = DEFAULT_PENDING_BYTES) -> MessageStream:
@@ -62,8 +62,13 @@ class PushConsumer(ConsumerHandle):
         Blocks only to subscribe. The buffer rules are those of :meth:`consume`; flow control is
         answered as your thread takes the messages before it. Raises ValueError/TypeError (nothing sent).
         """
-        opts = push_options(self._info.config, pending_msgs_limit, pending_bytes_limit)  # type: ignore[arg-type]
-        return MessageStream(self, opts, engine=PushEngine)  # type: ignore[arg-type]
+        opts = self._options(pending_msgs_limit, pending_bytes_limit)
+        return MessageStream(self._target(opts.deliver_subject), opts, engine=PushEngine)
+
+    def _options(self, pending_msgs_limit: Any, pending_bytes_limit: Any) -> PushOptions:
+        cfg = self._info.config
+        assert cfg is not None  # the server always reports a consumer's config
+        return push_options(cfg, pending_msgs_limit, pending_bytes_limit)
 
     def __repr__(self) -> str:
         return f"<PushConsumer {self.stream_name!r}/{self.name!r}>"

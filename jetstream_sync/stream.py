@@ -7,17 +7,14 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from . import errors
 from ._protocol import DEFAULT, Timeout, check_subject
 from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo
+from .consumer import Consumer
 from .events import EventStream, open_events
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .push_consumer import PushConsumer
-    from .jetstream import JetStream
+from .push_consumer import PushConsumer
 
 __all__ = ["Stream"]
 
@@ -37,7 +34,7 @@ _DELETE_FAILED = 10057
 class Stream:
     """A handle on one stream. Thread-safe; every method but ``cached_info`` blocks on one request."""
 
-    def __init__(self, js: "JetStream", info: StreamInfo) -> None:
+    def __init__(self, js: Any, info: StreamInfo) -> None:  # js: its JetStream context, a layer above
         self._js = js
         self._info = info
         self._lock = threading.Lock()

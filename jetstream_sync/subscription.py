@@ -15,30 +15,25 @@
 from __future__ import annotations
 
 import enum
-import itertools
 import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 
 from . import errors
 from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, check_subject
-from ._engine import Terminal, Warning_
-from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
-from .config import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, config_from
+from ._engine import Target
+from .config import AckPolicy, ConsumerConfig, ConsumerInfo, config_from
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from .consumer import Consumer
 from .message import Msg
-from .ordered import create_incarnation
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS, PushEngine, push_options
+from .ordered_push import OrderedPush
 from .push_consumer import PushConsumer
-
-if TYPE_CHECKING:
-    from .jetstream import JetStream
 
 __all__ = ["Subscription", "pull_subscribe", "subscribe"]
 
@@ -67,7 +62,7 @@ def _check_queue_rules(queue: str | None, idle_heartbeat: Any, flow_control: Any
             f"group; leave flow_control out for a queue subscription")
 
 
-def _find_stream(js: "JetStream", subject: str, stream: str | None) -> str:
+def _find_stream(js: Any, subject: str, stream: str | None) -> str:
     if stream is not None:
         return stream
     names = list(js.stream_names(subject))
@@ -82,7 +77,7 @@ def _find_stream(js: "JetStream", subject: str, stream: str | None) -> str:
     return names[0]
 
 
-def _lookup(js: "JetStream", stream: str, name: str | None) -> ConsumerInfo | None:
+def _lookup(js: Any, stream: str, name: str | None) -> ConsumerInfo | None:
     if not name:
         return None
     try:
@@ -153,7 +148,7 @@ class Subscription:
     buffered is NAKed, control returns at once.
     """
 
-    def __init__(self, js: "JetStream", subject: str, queue: str | None, consumer: PushConsumer, created: bool,
+    def __init__(self, js: Any, subject: str, queue: str | None, consumer: PushConsumer, created: bool,
                  reader: ConsumeHandle | MessageStream, error_handler: Callable[[BaseException], Any] | None) -> None:
         self._js = js
         self.subject = subject
@@ -312,7 +307,7 @@ class Subscription:
         return f"<Subscription {self.subject!r} consumer={self.consumer_name!r} queue={self.queue!r}>"
 
 
-def _delete_quietly(js: "JetStream", stream: str, name: str) -> None:
+def _delete_quietly(js: Any, stream: str, name: str) -> None:
     try:
         js.delete_consumer(stream, name)
     except errors.JetStreamError as exc:
@@ -331,7 +326,7 @@ def _auto_ack(handler: Callable[[Msg], Any], manual_ack: bool, ack_none: bool) -
     return handle
 
 
-def subscribe(js: "JetStream", subject: str, queue: str | None = None,
+def subscribe(js: Any, subject: str, queue: str | None = None,
               handler: Callable[[Msg], Any] | None = None, *, durable: str | None = None, stream: str | None = None,
               config: ConsumerConfig | Mapping[str, Any] | None = None, manual_ack: bool = False,
               ordered_consumer: bool = False, idle_heartbeat: float | None = None, flow_control: bool = False,
@@ -342,6 +337,40 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
     """See ``JetStream.subscribe``."""
     _check_queue_rules(queue, idle_heartbeat, flow_control)
     cfg = config_from(ConsumerConfig, config, {})
+    _check_arguments(subject, queue, handler, error_handler, workers, nak_delay, cfg)
+    if ordered_consumer:
+        given = [n for n, v in (("queue", queue), ("durable", durable), ("manual_ack", manual_ack)) if v]
+        if given:
+            raise ValueError(f"ordered_consumer=True takes no {', '.join(given)}: an ordered consumer is one "
+                             f"reader's ephemeral, AckNone view of the stream")
+    wanted = _wanted(cfg, idle_heartbeat=idle_heartbeat, flow_control=True if flow_control else None,
+                     deliver_policy=deliver_policy, headers_only=headers_only, inactive_threshold=inactive_threshold)
+    push_options(attrs.evolve(wanted, deliver_subject="_"), pending_msgs_limit, pending_bytes_limit)
+
+    stream_name = _find_stream(js, subject, stream)
+    if ordered_consumer:
+        return _ordered(js, subject, stream_name, wanted, handler, workers, error_handler, pending_msgs_limit,
+                        pending_bytes_limit, nak_delay)
+
+    def reader(consumer: PushConsumer, cfg: ConsumerConfig) -> ConsumeHandle | MessageStream:
+        return _reader(consumer, cfg, handler, manual_ack, workers, error_handler, pending_msgs_limit,
+                       pending_bytes_limit, nak_delay)
+
+    name = durable or wanted.durable_name or wanted.name or queue
+    info = _lookup(js, stream_name, name)
+    made = None
+    if info is None:
+        durable_name = name if (durable or wanted.durable_name or queue) else None
+        made, info = _create(js, subject, queue, stream_name, wanted, name, durable_name, reader)
+    consumer, delivery = made if made is not None else _bind(js, subject, queue, stream_name, info, wanted, reader)
+    sub = Subscription(js, subject, queue, consumer, made is not None, delivery, error_handler)
+    delivery._on_closed = sub._on_closed
+    return sub
+
+
+def _check_arguments(subject: str, queue: str | None, handler: Any, error_handler: Any, workers: int,
+                     nak_delay: NakDelay, cfg: ConsumerConfig) -> None:
+    """subscribe()'s arguments alone, before anything is sent (after the queue rules of its options)."""
     _check_queue_rules(queue, cfg.idle_heartbeat, cfg.flow_control)
     check_subject(subject)
     if queue is not None and (not isinstance(queue, str) or not queue or " " in queue):
@@ -350,83 +379,67 @@ def subscribe(js: "JetStream", subject: str, queue: str | None = None,
         check_handlers(handler, error_handler, workers)
     elif error_handler is not None and not callable(error_handler):
         raise TypeError(f"error_handler must be callable or None, got {error_handler!r}")
-    nak_schedule(nak_delay)  # checked before anything is sent
-    if ordered_consumer:
-        given = [n for n, v in (("queue", queue), ("durable", durable), ("manual_ack", manual_ack)) if v]
-        if given:
-            raise ValueError(f"ordered_consumer=True takes no {', '.join(given)}: an ordered consumer is one "
-                             f"reader's ephemeral, AckNone view of the stream")
-    fields: dict[str, Any] = {}
-    if idle_heartbeat is not None:
-        fields["idle_heartbeat"] = idle_heartbeat
-    if flow_control:
-        fields["flow_control"] = True
-    if deliver_policy is not None:
-        fields["deliver_policy"] = deliver_policy
-    if headers_only is not None:
-        fields["headers_only"] = headers_only
-    if inactive_threshold is not None:
-        fields["inactive_threshold"] = inactive_threshold
-    wanted = attrs.evolve(cfg, **fields) if fields else cfg  # validated: bad values raise here
-    push_options(attrs.evolve(wanted, deliver_subject="_"), pending_msgs_limit, pending_bytes_limit)
-    name = durable or wanted.durable_name or wanted.name or queue
+    nak_schedule(nak_delay)
 
-    stream_name = _find_stream(js, subject, stream)
-    if ordered_consumer:
-        return _ordered(js, subject, stream_name, wanted, handler, workers, error_handler, pending_msgs_limit,
-                        pending_bytes_limit, nak_delay)
-    info = _lookup(js, stream_name, name)
-    created = False
-    if info is None:
-        new = attrs.evolve(
-            wanted, durable_name=name if (durable or wanted.durable_name or queue) else None,
-            name=name or f"jss_sub_{secrets.token_hex(6)}",
-            deliver_subject=wanted.deliver_subject or js._conn.new_inbox(), deliver_group=queue,
-            filter_subject=None if wanted.filter_subjects else subject,
-            ack_policy=wanted.ack_policy or AckPolicy.EXPLICIT)
-        placeholder = PushConsumer(js, ConsumerInfo(stream_name=stream_name, name=new.name, config=new))
-        reader = _reader(placeholder, new, handler, manual_ack, workers, error_handler, pending_msgs_limit,
-                         pending_bytes_limit, nak_delay)
-        try:  # subscribed above, before the consumer exists: the server sees interest at once
-            consumer = js.create_push_consumer(stream_name, new)
-            created = True
-            if reader._engine.halted.is_set():  # delivery ended meanwhile (a refused subscribe, a close)
-                reader.stop()
-                _delete_quietly(js, stream_name, consumer.name)
-                raise reader.error or errors.JetStreamError(
-                    f"the subscription to {new.deliver_subject!r} ended before consumer {consumer.name!r} "
-                    f"was made")
-        except errors.ConsumerExistsError:
-            reader.stop()  # another member won the race: bind to what it made
-            info = js.consumer_info(stream_name, new.name)  # type: ignore[arg-type]
-        except BaseException:
-            reader.stop()
-            raise
-    if not created:
-        assert info is not None
-        label = f"consumer {info.name!r} of stream {stream_name!r}"
-        _check_push_binding(info, subject, queue, label)
-        _check_config(info, wanted, label)
-        consumer = PushConsumer(js, info)
-        reader = _reader(consumer, info.config, handler, manual_ack, workers, error_handler,  # type: ignore[arg-type]
-                         pending_msgs_limit, pending_bytes_limit, nak_delay)
-    else:
-        placeholder._info = consumer.cached_info
-        consumer = placeholder
-    sub = Subscription(js, subject, queue, consumer, created, reader, error_handler)
-    reader._on_closed = sub._on_closed  # type: ignore[union-attr]
-    return sub
+
+def _wanted(cfg: ConsumerConfig, **options: Any) -> ConsumerConfig:
+    """``cfg`` with the options subscribe() was given (None: not given); validated."""
+    fields = {k: v for k, v in options.items() if v is not None}
+    return attrs.evolve(cfg, **fields) if fields else cfg  # validated: bad values raise here
+
+
+Reader = Callable[[PushConsumer, ConsumerConfig], "ConsumeHandle | MessageStream"]
+
+
+def _create(js: Any, subject: str, queue: str | None, stream_name: str, wanted: ConsumerConfig, name: str | None,
+            durable_name: str | None, reader: Reader,
+            ) -> tuple[tuple[PushConsumer, ConsumeHandle | MessageStream] | None, ConsumerInfo | None]:
+    """Subscribe, then create the consumer (the server sees interest at once): ((handle, reader), None);
+    or (None, info) when another subscriber created it first, to bind to."""
+    new = attrs.evolve(
+        wanted, durable_name=durable_name, name=name or f"jss_sub_{secrets.token_hex(6)}",
+        deliver_subject=wanted.deliver_subject or js._conn.new_inbox(), deliver_group=queue,
+        filter_subject=None if wanted.filter_subjects else subject, ack_policy=wanted.ack_policy or AckPolicy.EXPLICIT)
+    assert new.name is not None
+    handle = PushConsumer(js, ConsumerInfo(stream_name=stream_name, name=new.name, config=new))
+    delivery = reader(handle, new)
+    try:
+        consumer = js.create_push_consumer(stream_name, new)
+        if delivery._engine.halted.is_set():  # delivery ended meanwhile (a refused subscribe, a close)
+            delivery.stop()
+            _delete_quietly(js, stream_name, consumer.name)
+            raise delivery.error or errors.JetStreamError(
+                f"the subscription to {new.deliver_subject!r} ended before consumer {consumer.name!r} was made")
+    except errors.ConsumerExistsError:
+        delivery.stop()  # another member won the race: bind to what it made
+        return None, js.consumer_info(stream_name, new.name)
+    except BaseException:
+        delivery.stop()
+        raise
+    handle._info = consumer.cached_info
+    return (handle, delivery), None
+
+
+def _bind(js: Any, subject: str, queue: str | None, stream_name: str, info: ConsumerInfo | None,
+          wanted: ConsumerConfig, reader: Reader) -> tuple[PushConsumer, ConsumeHandle | MessageStream]:
+    """ADR-15 "Binding to an existing consumer": every check, then a reader on it."""
+    assert info is not None and info.config is not None
+    label = f"consumer {info.name!r} of stream {stream_name!r}"
+    _check_push_binding(info, subject, queue, label)
+    _check_config(info, wanted, label)
+    consumer = PushConsumer(js, info)
+    return consumer, reader(consumer, info.config)
 
 
 def _reader(consumer: PushConsumer, cfg: ConsumerConfig, handler: Callable[[Msg], Any] | None, manual_ack: bool,
             workers: int, error_handler: Any, msgs_limit: Any, bytes_limit: Any,
             nak_delay: NakDelay) -> ConsumeHandle | MessageStream:
     opts = push_options(cfg, msgs_limit, bytes_limit)
+    target = consumer._target(opts.deliver_subject)
     if handler is None:
-        return MessageStream(consumer, opts, engine=PushEngine)  # type: ignore[arg-type]
+        return MessageStream(target, opts, engine=PushEngine)
     work = _auto_ack(handler, manual_ack, cfg.ack_policy is AckPolicy.NONE)
-    return ConsumeHandle(consumer, opts, work, workers, error_handler, engine=PushEngine,  # type: ignore[arg-type]
-                         nak_delay=nak_delay)
+    return ConsumeHandle(target, opts, work, workers, error_handler, engine=PushEngine, nak_delay=nak_delay)
 
 
 #: The idle heartbeat of an ordered push consumer when none is given (as nats.go).
@@ -435,7 +448,7 @@ _ORDERED_HEARTBEAT = 5.0
 _ORDERED_INACTIVE = 300.0
 
 
-def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerConfig,
+def _ordered(js: Any, subject: str, stream_name: str, wanted: ConsumerConfig,
              handler: Callable[[Msg], Any] | None, workers: int, error_handler: Any, msgs_limit: Any,
              bytes_limit: Any, nak_delay: NakDelay) -> Subscription:
     base = attrs.evolve(wanted, name=None, durable_name=None, ack_policy=AckPolicy.NONE, flow_control=True,
@@ -448,151 +461,22 @@ def _ordered(js: "JetStream", subject: str, stream_name: str, wanted: ConsumerCo
     handle._label = f"the ordered push consumer of stream {stream_name!r}"
     opts = attrs.evolve(push_options(first, msgs_limit, bytes_limit), gap_check=False)  # it resets instead
 
-    def engine(consumer: PushConsumer, opts: Any, sink: Any) -> OrderedPush:
-        return OrderedPush(js, stream_name, base, consumer, opts, sink)
+    def named(name: str) -> None:
+        handle.name = name  # the subscription names the consumer of the moment
 
+    def engine(target: Target, opts: Any, sink: Any) -> OrderedPush:
+        return OrderedPush(base, target, opts, sink, named)
+
+    target = handle._target(opts.deliver_subject)
     reader: ConsumeHandle | MessageStream
     if handler is None:
-        reader = MessageStream(handle, opts, engine=engine)  # type: ignore[arg-type]
+        reader = MessageStream(target, opts, engine=engine)
     else:
-        reader = ConsumeHandle(handle, opts, handler, workers, error_handler, engine=engine,  # type: ignore[arg-type]
-                               nak_delay=nak_delay)
+        reader = ConsumeHandle(target, opts, handler, workers, error_handler, engine=engine, nak_delay=nak_delay)
     return Subscription(js, subject, None, handle, False, reader, error_handler)
 
 
-class OrderedPush:
-    """The engine of ``subscribe(ordered_consumer=True)`` (loop thread): a :class:`PushEngine` it holds,
-    moved to a new ephemeral, AckNone, flow-controlled consumer starting after the last stream sequence
-    received whenever the consumer sequence skips, a heartbeat is missed or the connection came back
-    (its ``_engine.ResetHook``). The new deliver subject is subscribed before the consumer is created."""
-
-    def __init__(self, js: "JetStream", stream: str, base: ConsumerConfig, handle: PushConsumer, opts: Any,
-                 sink: Any) -> None:
-        self._js = js
-        self._stream = stream
-        self._base = base
-        self._handle = handle
-        self._sink = sink
-        self._push = PushEngine(handle, opts, self._deliver, hook=self)
-        self.halted = self._push.halted
-        self.taken = self._push.taken
-        self.buffered = self._push.buffered
-        self.limit = self._push.limit
-        self._token = secrets.token_hex(4)
-        self._serial = itertools.count(1)
-        self._name = ""        # the current server-side consumer
-        self._dseq = 0         # last consumer sequence received from it
-        self._recv = 0         # last stream sequence received
-        self._resetting = False
-        self._again = False    # asked to reset while resetting
-
-    pulls = 0
-
-    @property
-    def received(self) -> int:
-        return self._push.received
-
-    @property
-    def dropped(self) -> int:
-        return self._push.dropped
-
-    async def start(self) -> None:
-        self._push.attach()
-        try:
-            await self._reset("start")
-        except BaseException:  # cancelled by the caller's timeout, or worse: leave nothing running
-            self._push.halt(None)  # its Terminal deletes a consumer already made
-            raise
-
-    def stop_soon(self) -> None:
-        self._push.stop_soon()
-
-    # -- the reset hook (loop thread) -----------------------------------------
-
-    def admit(self, reply: bytes) -> bool:
-        # No "resetting" test: the old deliver subject is muted, so what arrives is the new consumer's,
-        # which may deliver before its create call has returned.
-        try:
-            fields = parse_ack_subject(reply)
-        except ValueError:
-            return True
-        sseq, dseq = fields[ACK_STREAM_SEQ], fields[ACK_CONSUMER_SEQ]
-        if dseq != self._dseq + 1:
-            self._reset_soon()
-            return False
-        self._dseq, self._recv = dseq, sseq
-        return True
-
-    def lost(self, reason: str, error: BaseException | None) -> bool:
-        if reason == "heartbeat":
-            self._sink(Warning_(errors.NoHeartbeatError(f"{error}; recreating it")))
-        elif reason == "dropped" and not self._resetting:
-            self._sink(Warning_(errors.SlowConsumerError(
-                f"{self._handle._label}: buffer full; recreating it after the last message kept")))
-        self._reset_soon()
-        return True
-
-    @property
-    def consumer_seq(self) -> int:
-        """The last consumer sequence kept from the current consumer (the engine compares heartbeats)."""
-        return self._dseq
-
-    def _deliver(self, item: Any) -> None:
-        if type(item) is Terminal and self._name:
-            self._delete_soon(self._name)
-        self._sink(item)
-
-    # -- resets ----------------------------------------------------------------
-
-    def _reset_soon(self) -> None:
-        if self.halted.is_set():
-            return
-        if self._resetting:
-            self._again = True  # out of step again while the last reset ran (it kept delivering): once more
-            return
-        self._js._conn.loop_thread.spawn(self._reset("reset"), name="jetstream-sync-ordered-push-reset")
-
-    async def _reset(self, reason: str) -> None:
-        if self._resetting or self.halted.is_set():
-            return
-        self._resetting = True
-        try:
-            await self._push.suspend()
-            if self._name:
-                self._delete_soon(self._name)
-            self._dseq = 0
-            inbox = self._js._conn.new_inbox()
-            await self._push.retarget(inbox)  # interest first, then the consumer
-            if self._push.ending:  # told to stop meanwhile: make nothing new
-                return
-            name = await create_incarnation(self._js._jsapi, lambda: self._create_request(inbox), self._sink,
-                                            self.halted, self._push.halt)
-            if name is not None:
-                if self._push.ending:  # ended while creating: the Terminal did not know this one
-                    self._delete_soon(name)
-                    return
-                self._name = self._handle.name = name
-        finally:
-            self._resetting = False
-        if self._again:
-            self._again = False
-            self._reset_soon()
-
-    def _create_request(self, inbox: str) -> tuple[str, dict[str, Any], str]:
-        cfg = attrs.evolve(self._base, name=f"jss_ordered_{self._token}_{next(self._serial)}", deliver_subject=inbox)
-        if self._recv:
-            cfg = attrs.evolve(cfg, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self._recv + 1,
-                               opt_start_time=None)
-        filt = cfg.filter_subject if not cfg.filter_subjects else None
-        payload = {"stream_name": self._stream, "config": cfg.to_request(), "action": "create"}
-        return self._js._api.consumer_create(self._stream, cfg.name, filt), payload, cfg.name  # type: ignore[arg-type]
-
-    def _delete_soon(self, name: str) -> None:
-        self._js._jsapi.request_soon(self._js._api.consumer_delete(self._stream, name), None,
-                                     f"deleting ordered push consumer {name!r}")
-
-
-def pull_subscribe(js: "JetStream", subject: str, durable: str | None = None, stream: str | None = None,
+def pull_subscribe(js: Any, subject: str, durable: str | None = None, stream: str | None = None,
                    config: ConsumerConfig | Mapping[str, Any] | None = None) -> Consumer:
     """See ``JetStream.pull_subscribe``."""
     check_subject(subject)

@@ -1,5 +1,6 @@
 # _engine: the contract between readers and engines, and the one idle-heartbeat alarm every engine
-# keeps (ADR-37: silence for twice the idle heartbeat is a missed heartbeat, reported once).
+# keeps (ADR-37: silence for twice the idle heartbeat is a missed heartbeat, reported once); the pull
+# engine's credit and the push engine's flow-control ledger, the pure bookkeeping each engine holds.
 # Pure: the clock is read, never waited on. The engines' use of it runs against a real server in
 # the heartbeat tests of test_consume.py, test_ordered.py and test_faults.py.
 from __future__ import annotations
@@ -8,6 +9,9 @@ import math
 import time
 
 from jetstream_sync._engine import HeartbeatWatch, Terminal, Warning_
+from jetstream_sync.pull import PullCredit
+from jetstream_sync.pull_options import BYTES_BATCH, consume_options
+from jetstream_sync.push import FlowLedger
 
 
 def test_silence_for_twice_the_interval_is_one_missed_heartbeat():
@@ -40,3 +44,100 @@ def test_sunk_items_carry_their_error():
     err = RuntimeError("x")
     assert Warning_(err).error is err
     assert Terminal(None).error is None
+
+
+# --- the pull credit (ADR-37): requested and not yet taken, topped up at the threshold ---------------
+
+
+def test_the_first_pull_asks_for_the_whole_limit_and_the_next_only_once_credit_fell_to_the_threshold():
+    credit = PullCredit(consume_options(max_messages=10))  # threshold 5
+    assert credit.next_request() == (10, None)
+    assert credit.next_request() is None  # all 10 still pending
+    for _ in range(10):
+        assert not credit.delivered(100)  # delivered and buffered is still credit: 10 > 5
+    assert (credit.pending_msgs, credit.buffered_msgs, credit.buffered_bytes) == (0, 10, 1000)
+    assert credit.next_request() is None  # nothing to ask while the buffer holds 10
+    assert [credit.taken(100) for _ in range(5)] == [False, False, False, False, True]  # credit 5: due
+    assert credit.next_request() == (5, None)  # back up to the limit of 10
+    assert credit.pending_msgs == 5 and not credit.scheduled
+
+
+def test_a_refill_is_asked_for_once_until_it_ran():
+    credit = PullCredit(consume_options(max_messages=4))
+    credit.next_request()
+    for _ in range(4):
+        credit.delivered(1)
+    asked = [credit.taken(1) for _ in range(4)]
+    assert asked == [False, True, False, False]  # credit 2 (the threshold) asks; later takes wait for it
+    assert credit.next_request() == (4, None) and not credit.scheduled
+
+
+def test_credit_that_never_arrives_is_forgotten_or_cancelled_and_an_unsent_request_is_not_pending():
+    credit = PullCredit(consume_options(max_messages=10))
+    credit.next_request()
+    credit.cancelled(3, 0)  # a 408/409 naming what it did not deliver
+    assert credit.pending_msgs == 7
+    credit.cancelled(30, 0)
+    assert credit.pending_msgs == 0  # never below zero
+    batch, max_bytes = credit.next_request()
+    credit.unsent(batch, max_bytes)
+    assert credit.pending_msgs == 0
+    credit.next_request()
+    credit.forget()
+    assert credit.pending_msgs == 0 and credit.next_request() == (10, None)
+
+
+def test_byte_credit_asks_for_the_free_bytes_and_a_message_too_big_waits_for_an_empty_buffer():
+    credit = PullCredit(consume_options(max_bytes=1000))  # threshold 500 bytes
+    assert credit.next_request() == (BYTES_BATCH, 1000)
+    credit.delivered(600)
+    credit.cancelled(0, 400)  # the pull ended: "message size exceeds maxbytes"
+    assert not credit.too_big()  # 600 bytes still buffered: wait for the reader to take them
+    credit.taken(100)
+    assert credit.next_request() is None  # not empty yet
+    credit.taken(500)
+    assert credit.next_request() == (BYTES_BATCH, 1000)  # empty: the whole budget
+    credit.forget()
+    assert credit.too_big()  # empty already: even the whole budget is too small
+
+
+# --- the push flow-control ledger (ADR-15): answered once everything before it was taken -------------
+
+
+def test_a_flow_control_request_is_answered_once_readers_took_every_message_before_it():
+    ledger = FlowLedger(100, 10_000)
+    for _ in range(3):
+        ledger.delivered(10)
+    assert not ledger.requested(3, "fc.1")  # three delivered, none taken: it waits
+    assert ledger.due() == []
+    assert not ledger.taken(10) and not ledger.taken(10)
+    assert ledger.taken(10)  # the third: the request is due
+    assert ledger.due() == ["fc.1"] and ledger.due() == []
+    assert ledger.requested(3, "fc.2")  # nothing untaken before it: at once
+    assert (ledger.buffered_msgs, ledger.buffered_bytes, ledger.taken_count) == (0, 0, 3)
+
+
+def test_requests_come_due_in_order_and_a_new_consumer_forgets_the_old_ones():
+    ledger = FlowLedger(100, 10_000)
+    for _ in range(4):
+        ledger.delivered(1)
+    ledger.requested(2, "fc.a")
+    ledger.requested(4, "fc.b")
+    ledger.taken(1)
+    ledger.taken(1)
+    assert ledger.due() == ["fc.a"]
+    ledger.forget_requests()
+    ledger.taken(1)
+    assert not ledger.taken(1) and ledger.due() == []
+
+
+def test_a_subject_is_answered_once_and_the_buffer_is_full_at_either_limit():
+    ledger = FlowLedger(2, 100)
+    assert ledger.first_answer("fc.1") and not ledger.first_answer("fc.1") and ledger.first_answer("fc.2")
+    assert not ledger.full(100)
+    ledger.delivered(60)
+    assert ledger.full(41) and not ledger.full(40)  # bytes
+    ledger.delivered(10)
+    assert ledger.full(1)  # messages
+    ledger.taken(10)
+    assert not ledger.full(30)

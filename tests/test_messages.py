@@ -276,12 +276,12 @@ def test_max_bytes_mode_delivers_every_message_and_never_buffers_more_than_max_b
     max_bytes = 2000
     msgs = consumer.messages(max_bytes=max_bytes)
     engine = msgs._engine
-    sampler = Sampler(lambda: engine._buffered_bytes)
+    sampler = Sampler(lambda: engine._credit.buffered_bytes)
     got = []
     sizes = set()
     try:
         for msg in msgs:
-            assert engine._buffered_bytes <= max_bytes
+            assert engine._credit.buffered_bytes <= max_bytes
             got.append(msg.metadata.sequence.stream)
             sizes.add(msg.size)
             msg.ack()

@@ -10,7 +10,8 @@ import datetime as dt
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync.pull import BYTES_BATCH, _verdict, consume_options, fetch_options
+from jetstream_sync._engine import Target, lost_verdict
+from jetstream_sync.pull_options import BYTES_BATCH, consume_options, fetch_options
 
 
 # --- consume_options (messages() / consume()) -----------------------------------------------
@@ -252,9 +253,8 @@ def test_fetch_refuses_non_positive_and_non_int_limits(field):
 # --- what a pull that looks lost ends with (after its one consumer info request) --------------
 
 
-class _Handle:
-    stream_name, name = "ORDERS", "billing"
-    _label = "consumer 'billing' of stream 'ORDERS'"
+_TARGET = Target(conn=None, label="consumer 'billing' of stream 'ORDERS'", timeout=5.0, name="billing",
+                 stream="ORDERS", consumer="billing")
 
 
 @pytest.mark.parametrize(("failure", "text"), [
@@ -265,7 +265,7 @@ class _Handle:
 ])
 def test_a_pull_whose_consumer_or_stream_is_gone_ends_with_consumer_deleted_naming_both(failure, text):
     seen = jss.NoRespondersError("no responders for the pull request (503)")
-    err = _verdict(_Handle(), seen, failure)
+    err = lost_verdict(_TARGET, seen, failure)
     assert type(err) is jss.ConsumerDeletedError and str(err) == text
     assert (err.stream, err.consumer) == ("ORDERS", "billing") and err.__cause__ is failure
 
@@ -273,4 +273,4 @@ def test_a_pull_whose_consumer_or_stream_is_gone_ends_with_consumer_deleted_nami
 @pytest.mark.parametrize("failure", [None, jss.TimeoutError("no answer"), jss.JetStreamNotEnabledError("off")])
 def test_a_pull_whose_consumer_is_there_or_unknown_ends_with_what_the_server_said(failure):
     seen = jss.NoHeartbeatError("no heartbeat for 10s")
-    assert _verdict(_Handle(), seen, failure) is seen
+    assert lost_verdict(_TARGET, seen, failure) is seen

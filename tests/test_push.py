@@ -10,7 +10,7 @@ import time
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync._engine import Warning_
+from jetstream_sync._engine import Target, Warning_
 from jetstream_sync.push import PushEngine, push_options
 
 from conftest import assert_sends_nothing, publish_n, wait_for
@@ -446,12 +446,10 @@ def test_a_jump_in_the_consumer_sequence_of_deliveries_is_reported_once_as_a_gap
     # The ack-subject form of gap detection, fed to the engine's loop-thread handler directly: nats-server
     # refuses client publishes with $JS.ACK replies, so no real server lets a test forge a skipped delivery
     # (the heartbeat form is tested against one above). No I/O happens on this path.
-    class Handle:
-        _conn = None
-        _label = "push consumer 'c' of stream 'S'"
-
+    target = Target(conn=None, label="push consumer 'c' of stream 'S'", timeout=5.0, name="c", stream="S",
+                    consumer="c", subject="d")
     items: list = []
-    engine = PushEngine(Handle(), push_options(jss.ConsumerConfig(deliver_subject="d")), items.append)
+    engine = PushEngine(target, push_options(jss.ConsumerConfig(deliver_subject="d")), items.append)
     for dseq in (1, 2, 5, 6):
         engine._on_msg(b"s.a", f"$JS.ACK.S.c.1.{dseq + 10}.{dseq}.0.0".encode(), b"x", b"")
     gaps = [i.error for i in items if type(i) is Warning_]
