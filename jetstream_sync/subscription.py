@@ -1,4 +1,4 @@
-# The ADR-15 subscribe workflow, blocking (SPEC section 9): ``js.subscribe()`` and
+# The ADR-15 subscribe workflow, blocking (docs/push.md): ``js.subscribe()`` and
 # ``js.pull_subscribe()`` as nats-py users know them. Finds the stream by subject, binds to an
 # existing consumer after every ADR-15 check or creates one (subscribing first), and hands back a
 # Subscription over the same push engine and readers as ``PushConsumer``.
