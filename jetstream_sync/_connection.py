@@ -1,10 +1,11 @@
 # The connection: one nats-py client owned by one private event loop thread, and everything the
 # rest of the package does with it (write, request, subscribe an inbox, wait for the server to read
-# what was written, shut down).
+# what was written, shut down). The nats-py client itself, adapted, and the translation of its
+# exceptions live in ``_nats``; server URLs and credential files in ``_servers``.
 #
-# Rule 1: the only module that imports nats-py, and ``translate`` is the only place nats-py
-#         exceptions become ours. Nothing above this module sees a nats-py object: replies come back
-#         as ``Reply`` tuples, subscriptions as opaque handles, inbox messages as raw bytes.
+# Rule 1: with ``_nats``, the only module that imports nats-py (``_nats.translate`` is the only place
+#         nats-py exceptions become ours). Nothing above this module sees a nats-py object: replies
+#         come back as ``Reply`` tuples, subscriptions as opaque handles, inbox messages as raw bytes.
 # Rule 2: the hot paths (acks, publishes, pulled messages) never pay a blocking loop round trip per
 #         message: writes go through the Outbox (one crossing per batch) and inbox messages reach a
 #         plain callback on the loop thread without nats-py's per-subscription queue and task.
@@ -17,256 +18,30 @@ import inspect
 import itertools
 import logging
 import os
-import re
 import ssl
 import threading
-import urllib.parse
 import weakref
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import nats
 import nats.errors
-from nats.aio.client import Client as _NatsClient
 from nats.aio.client import RawCredentials
 
 from . import errors
 from ._loop import EventLoopThread, Outbox
+from ._nats import Nats, RawHandler, is_auth_failure, permission_error, translate, translated
 from ._protocol import DEFAULT, Timeout, check_timeout
+from ._servers import check_credential_files, normalize_servers, redact_text, redact_url, redact_urls
 
-__all__ = ["Connection", "Listener", "RawHandler", "Reply", "default_servers", "raw_credentials", "redact_url",
-           "translate"]
+__all__ = ["Connection", "Listener", "RawHandler", "Reply", "raw_credentials", "translate"]
 
 log = logging.getLogger(__name__)
-
-
-def _not_the_ssl_eof_notice(record: logging.LogRecord) -> bool:
-    # nats-py's stream protocol asks to keep the transport open at EOF, which asyncio's SSL
-    # transport cannot do; asyncio says so with a WARNING on every TLS connection the server
-    # closes. It is harmless (the connection is closed either way) and not the user's to act on.
-    return not (record.msg == "returning true from eof_received() has no effect when using ssl")
-
-
-logging.getLogger("asyncio").addFilter(_not_the_ssl_eof_notice)
-
-#: Raw inbox handler, run on the loop thread: (subject, reply, data, raw_headers).
-RawHandler = Callable[[bytes, bytes, bytes, bytes], None]
 
 _USER_CALLBACKS = ("error_cb", "disconnected_cb", "reconnected_cb", "closed_cb", "discovered_server_cb",
                    "lame_duck_mode_cb")
 
-
-# nats-py lower-cases the server's -ERR text before handing it on.
-_PERMISSION_RE = re.compile(r'permissions violation for (publish to|subscription to|publish with reply of) "(.*?)"',
-                            re.IGNORECASE)
-
-
 #: In the subject of a pull request ($JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>, also under a domain).
 _PULL_NEXT = ".CONSUMER.MSG.NEXT."
-_AUTH_FAILURES = ("authorization violation", "authentication expired", "authentication revoked",
-                  "authentication timeout")
-
-
-def _is_auth_failure(exc: BaseException) -> bool:
-    if isinstance(exc, nats.errors.AuthorizationError):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, nats.errors.Error) and any(s in text for s in _AUTH_FAILURES)
-
-
-def _permission_error(text: str, subject: str | None = None) -> errors.PermissionViolationError | None:
-    """A PermissionViolationError for a server -ERR text, naming ``subject`` (else the one in the text)."""
-    m = _PERMISSION_RE.search(text)
-    if m is None:
-        return None
-    what, denied = m.group(1).lower(), m.group(2)
-    subject = subject or denied
-    if what == "subscription to":
-        msg = f"permission denied: this connection may not subscribe to {subject!r}"
-    elif what == "publish with reply of":
-        msg = f"permission denied: this connection may not use the reply subject {subject!r}"
-    else:
-        msg = f"permission denied: this connection may not publish to {subject!r}"
-    return errors.PermissionViolationError(f"{msg} (the server's user permissions refuse it)", subject)
-
-
-def translate(exc: BaseException) -> BaseException:
-    """Map a nats-py (or asyncio) exception to the most specific jetstream_sync error."""
-    if isinstance(exc, errors.JetStreamError):
-        return exc
-    if _is_auth_failure(exc):
-        return errors.AuthorizationError(
-            f"{str(exc).removeprefix('nats: ').strip(chr(39))}: the server refused this connection's credentials "
-            "(user/password, token, nkey or JWT)")
-    if isinstance(exc, nats.errors.Error):
-        denied = _permission_error(str(exc))
-        if denied is not None:
-            return denied
-    if type(exc).__module__.split(".")[0] == "nkeys":  # a malformed seed or creds file (nkeys is optional)
-        return ValueError(f"nkeys_seed/nkeys_seed_str/user_credentials: not a valid NATS nkey seed ({exc})")
-    if isinstance(exc, nats.errors.NoRespondersError):
-        return errors.NoRespondersError("no responders: nobody is subscribed to the subject")
-    if isinstance(exc, (nats.errors.TimeoutError, asyncio.TimeoutError)):
-        return errors.TimeoutError(str(exc) or "timed out waiting for the server")
-    if isinstance(exc, (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError)):
-        return errors.ClientClosedError("the connection is closed or draining")
-    if isinstance(exc, nats.errors.OutboundBufferLimitError):
-        return errors.NotConnectedError("disconnected and the outbound buffer is full; retry after reconnect")
-    if isinstance(exc, nats.errors.MaxPayloadError):
-        return ValueError("data: message is larger than the server's max_payload")
-    if isinstance(exc, nats.errors.BadSubjectError):
-        return ValueError("subject: not a valid NATS subject")
-    if isinstance(exc, (nats.errors.NoServersError, OSError)):
-        return errors.NoServersError(f"could not connect to any server: {exc}")
-    if isinstance(exc, nats.errors.Error):
-        return errors.JetStreamError(str(exc) or type(exc).__name__)
-    return exc
-
-
-async def _translated(coro: Any) -> Any:
-    try:
-        return await coro
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        mapped = translate(exc)
-        if mapped is exc:
-            raise
-        raise mapped from exc
-
-
-class TLSNotOfferedError(ConnectionError):
-    """The client asked for TLS and the server does not offer it (the connection is dropped)."""
-
-
-class _Nats(_NatsClient):
-    """nats-py's client with a raw fast path for our inbox subscriptions.
-
-    Messages on a subscription registered through ``Client.subscribe_raw``
-    are handed straight to a plain function on the loop thread, with the raw
-    header block (so message sizes are counted exactly as the server counts
-    them and multi-valued headers survive), skipping nats-py's Msg object,
-    header parsing, per-subscription queue and task.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._raw_handlers: dict[int, RawHandler] = {}
-        # Requests in flight (task -> subject), so a permission violation the
-        # server reports asynchronously ends the request that caused it.
-        self._requests: dict[asyncio.Task, str] = {}
-        self._denied: dict[asyncio.Task, BaseException] = {}
-        #: Called on the loop thread with (what, subject) for every permission violation.
-        self.denied_cb: Callable[[str, str], None] | None = None
-        #: Set when the server refused the request inbox subscription (until a reconnect re-subscribes).
-        self.inbox_refused: errors.PermissionViolationError | None = None
-
-    async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False,
-                      headers: dict[str, Any] | None = None) -> Any:
-        """nats-py's request, ended with PermissionViolationError when the server refuses it.
-
-        The server answers a refused publish (or inbox subscription) with an
-        -ERR and drops it, so without this the request would only time out.
-        """
-        refused = self.inbox_refused
-        if refused is not None and not old_style:
-            raise errors.PermissionViolationError(
-                f"{refused}; a request to {subject!r} cannot receive its reply", refused.subject)
-        task = asyncio.current_task()
-        if task is None or task in self._requests:  # pragma: no cover - not in a task, or nested
-            return await super().request(subject, payload, timeout=timeout, old_style=old_style, headers=headers)
-        self._requests[task] = subject
-        try:
-            return await super().request(subject, payload, timeout=timeout, old_style=old_style, headers=headers)
-        except asyncio.CancelledError:
-            denied = self._denied.pop(task, None)
-            if denied is None:
-                raise
-            uncancel = getattr(task, "uncancel", None)
-            if uncancel is not None:
-                uncancel()
-            raise denied from None
-        finally:
-            self._requests.pop(task, None)
-            self._denied.pop(task, None)
-
-    async def _process_info(self, info: dict[str, Any], initial_connection: bool = False) -> None:
-        # nats-py upgrades to TLS only when the server's INFO asks for it, even
-        # when the user gave an SSLContext or a tls:// URL; a server without TLS
-        # (or anyone rewriting its INFO) would then receive the credentials in
-        # clear text. As nats.go does, refuse before CONNECT is written.
-        server = self._current_server
-        if (initial_connection and server is not None and not info.get("tls_required")
-                and not self.options.get("tls_handshake_first") and server.uri.scheme not in ("ws", "wss")
-                and (self.options.get("tls") is not None or server.uri.scheme == "tls")):
-            raise TLSNotOfferedError(f"TLS was requested (tls= or a tls:// URL) but {server.uri.hostname}:"
-                                     f"{server.uri.port} does not offer it; not sending credentials in clear text")
-        await super()._process_info(info, initial_connection)
-
-    async def _process_err(self, err_msg: str) -> None:
-        m = _PERMISSION_RE.search(err_msg)
-        if m is not None:
-            self._fail_denied_requests(m.group(1).lower(), m.group(2))
-            if self.denied_cb is not None:
-                try:
-                    self.denied_cb(m.group(1).lower(), m.group(2))
-                except Exception:  # a listener bug must not kill the reader task
-                    log.exception("jetstream_sync: permission violation listener failed")
-        await super()._process_err(err_msg)
-
-    def _fail_denied_requests(self, what: str, denied: str) -> None:
-        denied = denied.lower()
-        prefix = (self._resp_sub_prefix or b"").decode().lower()
-        inbox_refused = what != "publish to" and bool(prefix) and denied.startswith(prefix.rstrip("."))
-        if inbox_refused:
-            self.inbox_refused = _permission_error(f'permissions violation for {what} "{denied}"')
-        for task, subject in list(self._requests.items()):
-            if task.done() or task in self._denied:
-                continue
-            if inbox_refused:
-                exc = errors.PermissionViolationError(
-                    f"{self.inbox_refused}; a request to {subject!r} cannot receive its reply", denied)
-            elif what == "publish to" and subject.lower() == denied:
-                exc = _permission_error(f'permissions violation for publish to "{denied}"', subject)
-            else:
-                continue
-            self._denied[task] = exc
-            task.cancel()
-
-    async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
-        handler = self._raw_handlers.get(sid)
-        if handler is None:
-            return await super()._process_msg(sid, subject, reply, data, headers)
-        self.stats["in_msgs"] += 1
-        self.stats["in_bytes"] += len(data)
-        try:
-            # nats-py's parser passes None, not b"", for a MSG without headers.
-            handler(subject, reply, data, headers or b"")
-        except Exception:  # a handler bug must not kill the reader task
-            log.exception("jetstream_sync: inbox handler failed")
-
-    def write_nowait(self, cmd: bytes) -> None:
-        """Append a protocol command to the outbound buffer and wake the flusher.
-
-        Synchronous (loop thread only), the same bookkeeping nats-py's
-        ``publish`` does, without a coroutine per message.
-        """
-        if self.is_closed:
-            raise errors.ClientClosedError("the connection is closed")
-        if self.is_draining_pubs:
-            raise errors.ClientClosedError("the connection is draining")
-        if not self.is_connected and (
-            self._max_pending_size <= 0 or self._pending_data_size + len(cmd) > self._max_pending_size
-        ):
-            raise errors.NotConnectedError("disconnected and the outbound buffer is full; retry after reconnect")
-        self._pending.append(cmd)
-        self._pending_data_size += len(cmd)
-        self.stats["out_msgs"] += 1
-        q = self._flush_queue
-        if self.is_connected and q is not None and q.empty():
-            try:
-                q.put_nowait(asyncio.get_running_loop().create_future())
-            except asyncio.QueueFull:  # pragma: no cover - the flusher is already awake
-                pass
 
 
 class Listener:
@@ -307,7 +82,7 @@ class Connection:
     def __init__(self, servers: str | Sequence[str] | None = None, *, name: str | None = None,
                  timeout: float = 5.0, **options: Any) -> None:
         self._timeout = check_timeout(timeout, allow_none=False)
-        servers = _normalize_servers(servers)
+        servers = normalize_servers(servers)
         self._servers = servers
         self._name = name
         user_callbacks = {}
@@ -322,7 +97,7 @@ class Connection:
         tls = options.get("tls")
         if tls is not None and not isinstance(tls, ssl.SSLContext):
             raise TypeError(f"tls must be an ssl.SSLContext, got {type(tls).__name__}")
-        _check_credential_files(options)
+        check_credential_files(options)
         self._user_callbacks = user_callbacks
         self._events: concurrent.futures.ThreadPoolExecutor | None = None
         self._events_lock = threading.Lock()
@@ -332,25 +107,25 @@ class Connection:
         self._lt = EventLoopThread(f"jetstream-sync-loop-{name or 'client'}")
         self._lt.start()
         self._outbox = Outbox(self._lt, self._write_batch)
-        self._nc: _Nats
+        self._nc: Nats
         try:
             n = len(servers)
             connect_timeout = options.pop("connect_timeout", max(1, int(min(self._timeout, 5))))
             budget = (connect_timeout + 1) * max(1, n) * 2 + 2
-            self._nc = self._lt.run(_translated(self._connect(servers, name, connect_timeout, options)), budget)
+            self._nc = self._lt.run(translated(self._connect(servers, name, connect_timeout, options)), budget)
         except BaseException:
             self._lt.stop(reason="the client failed to connect")
             raise
         self._finalizer = weakref.finalize(self, _finalize, self._lt, self._nc)
 
     async def _connect(self, servers: list[str], name: str | None, connect_timeout: int,
-                       options: dict[str, Any]) -> _Nats:
+                       options: dict[str, Any]) -> Nats:
         # nats-py retries a failed *initial* connect like a reconnect
         # (max_reconnect_attempts x reconnect_time_wait: two minutes by
         # default). As in nats.go without RetryOnFailedConnect, the first
         # connect tries each server once and then gives up with
         # NoServersError; the reconnect options apply once connected.
-        nc = _Nats()
+        nc = Nats()
         nc.denied_cb = self._on_denied
         failures: list[BaseException] = []
         gave_up = asyncio.Event()
@@ -390,11 +165,11 @@ class Connection:
             pass
         # An authorization failure is what the user needs to hear about, not
         # the connection reset that follows it.
-        refused = [exc for exc in failures if _is_auth_failure(exc)]
+        refused = [exc for exc in failures if is_auth_failure(exc)]
         if refused:
             reason = str(refused[-1]).removeprefix("nats: ").strip("'") or "authorization violation"
             raise errors.AuthorizationError(
-                f"{reason}: {_redact_urls(servers)} refused this connection's credentials "
+                f"{reason}: {redact_urls(servers)} refused this connection's credentials "
                 f"(user/password, token, nkey or JWT); not retrying") from refused[-1]
         last = failures[-1]
         hint = ""
@@ -402,8 +177,8 @@ class Connection:
             # With TLS the server hangs up mid-handshake when it refuses us, most
             # often for a missing or untrusted client certificate.
             hint = " (the server closed the connection during the TLS handshake: check the client certificate)"
-        raise errors.NoServersError(f"could not connect to any server of {_redact_urls(servers)}: "
-                                    f"{_redact_text(repr(last), servers)}{hint}") from last
+        raise errors.NoServersError(f"could not connect to any server of {redact_urls(servers)}: "
+                                    f"{redact_text(repr(last), servers)}{hint}") from last
 
     # -- connection events (loop thread) ---------------------------------------
 
@@ -420,7 +195,7 @@ class Connection:
                 pass
 
     async def _on_error(self, exc: Exception) -> None:
-        log.debug("jetstream_sync: connection error: %s", _redact_text(repr(exc), self._servers))
+        log.debug("jetstream_sync: connection error: %s", redact_text(repr(exc), self._servers))
         self._dispatch_user("error_cb", translate(exc))
 
     async def _on_disconnected(self) -> None:
@@ -437,7 +212,7 @@ class Connection:
         self._dispatch_user("reconnected_cb")
 
     def _on_denied(self, what: str, subject: str) -> None:
-        exc = _permission_error(f'permissions violation for {what} "{subject}"')
+        exc = permission_error(f'permissions violation for {what} "{subject}"')
         if exc is None:  # pragma: no cover - the caller matched the same pattern
             return
         for lst in list(self._listeners):
@@ -493,7 +268,7 @@ class Connection:
         except BaseException:
             coro.close()  # never started: close it so it does not warn "never awaited"
             raise
-        return self._lt.run(_translated(coro), timeout)
+        return self._lt.run(translated(coro), timeout)
 
     def write_now(self, cmd: bytes) -> None:
         """(loop thread) Append a protocol command to the outbound buffer at once, ahead of the Outbox.
@@ -508,7 +283,7 @@ class Connection:
         errors, already translated (TimeoutError, NoRespondersError, PermissionViolationError, ...)."""
         # A message a consumer delivers keeps its stream subject, so nats-py's shared reply subscription
         # (which matches replies by subject) never sees it: a pull request by hand gets an inbox of its own.
-        m = await _translated(self._nc.request(subject, payload, timeout=timeout if timeout is not None else 1e9,
+        m = await translated(self._nc.request(subject, payload, timeout=timeout if timeout is not None else 1e9,
                                                headers=dict(headers) if headers else None,
                                                old_style=_PULL_NEXT in subject))
         return Reply(m.subject, m.reply or "", m.data, m.headers or None)
@@ -625,7 +400,7 @@ class Connection:
         """(loop thread) One PING/PONG: once it returns, the server has read everything written
         before and every message it sent before its PONG has been handed to its handler.
         Raises TimeoutError, ClientClosedError (translated)."""
-        await _translated(self._read_by_server(timeout))
+        await translated(self._read_by_server(timeout))
 
     def confirm_writes(self, timeout: float | None = None) -> bool:
         """Block until the server has read every ack and publish written so far; True once it has.
@@ -724,110 +499,7 @@ def _ignore(_subject: bytes, _reply: bytes, _data: bytes, _raw_headers: bytes) -
     pass
 
 
-def _finalize(lt: EventLoopThread, nc: _Nats) -> None:
+def _finalize(lt: EventLoopThread, nc: Nats) -> None:
     # The user forgot close(): stop the loop without the network round trip.
     if not lt.closed and not lt.on_loop_thread():
         lt.stop(timeout=1.0)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its credentials masked: ``nats://alice:***@host``, ``nats://***@host`` (a token)."""
-    try:
-        parts = urllib.parse.urlsplit(url if "://" in url else "nats://" + url)
-    except ValueError:
-        return "<unparsable URL>"
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, has_password, _ = userinfo.partition(":")
-    masked = f"{user}:***" if has_password else "***"
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{masked}@{hostport}"))
-
-
-def _redact_urls(servers: Sequence[str]) -> list[str]:
-    return [redact_url(s) for s in servers]
-
-
-def _redact_text(text: str, servers: Sequence[str]) -> str:
-    """``text`` with every server URL's credentials masked."""
-    for url in servers:
-        if "@" in url:
-            text = text.replace(url, redact_url(url))
-            userinfo = urllib.parse.urlsplit(url).netloc.rpartition("@")[0]
-            for secret in userinfo.split(":")[-1:]:
-                if secret:
-                    text = text.replace(secret, "***")
-    return text
-
-
-def _read_credential_file(path: Any, name: str) -> str:
-    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a file path, got {type(path).__name__}")
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError as exc:
-        raise ValueError(f"{name}: cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
-
-
-def _check_credential_files(options: Mapping[str, Any]) -> None:
-    """Check credential files before connecting (never echoing their content).
-
-    nats-py reads them only once a server asks for a signature, and a creds
-    file without a JWT block makes it loop forever on the event loop.
-    """
-    creds = options.get("user_credentials")
-    if creds is not None:
-        if isinstance(creds, tuple):
-            if len(creds) != 2:
-                raise ValueError("user_credentials: a tuple must be (jwt_file, seed_file)")
-            _read_credential_file(creds[0], "user_credentials[0] (the JWT file)")
-            _read_credential_file(creds[1], "user_credentials[1] (the seed file)")
-        else:
-            text = creds.data if hasattr(creds, "data") and isinstance(creds.data, str) else \
-                _read_credential_file(creds, "user_credentials")
-            lines = text.splitlines()
-            jwt_at = next((i for i, line in enumerate(lines) if "BEGIN NATS USER JWT" in line), None)
-            if jwt_at is None or jwt_at + 1 >= len(lines) or not lines[jwt_at + 1].strip() \
-                    or not any("BEGIN USER NKEY SEED" in line for line in lines):
-                raise ValueError("user_credentials: not a NATS creds file (it needs a 'BEGIN NATS USER JWT' "
-                                 "block and a 'BEGIN USER NKEY SEED' block)")
-    seed_file = options.get("nkeys_seed")
-    if seed_file is not None:
-        _read_credential_file(seed_file, "nkeys_seed")
-    seed = options.get("nkeys_seed_str")
-    if seed is not None and not isinstance(seed, str):
-        raise TypeError(f"nkeys_seed_str must be a str, got {type(seed).__name__}")
-
-
-DEFAULT_URL = "nats://127.0.0.1:4222"
-
-
-def default_servers() -> str:
-    """``$NATS_URL`` when set (the NATS tools' convention), else ``nats://127.0.0.1:4222``."""
-    return os.environ.get("NATS_URL") or DEFAULT_URL
-
-
-def _normalize_servers(servers: Any) -> list[str]:
-    if servers is None:
-        servers = default_servers()
-    if isinstance(servers, str):
-        out = [s.strip() for s in servers.split(",") if s.strip()]
-    elif isinstance(servers, (list, tuple)):
-        out = list(servers)
-    else:
-        raise TypeError(f"servers must be a URL string or a list of URLs, got {type(servers).__name__}")
-    if not out or not all(isinstance(s, str) and s for s in out):
-        shown = _redact_urls(out) if all(isinstance(s, str) for s in out) else f"a list of {len(out)} items"
-        raise ValueError(f"servers must name at least one server URL (non-empty strings), got {shown!r}")
-    for url in out:
-        scheme, sep, _ = url.partition("://")
-        if sep and scheme not in _SCHEMES:
-            # nats-py would take "http" for a host name and report a DNS failure.
-            raise ValueError(f"servers: {redact_url(url)!r} is not a NATS server URL (scheme {scheme!r}); a server "
-                             f"URL starts with nats://, tls://, ws:// or wss:// (or is host:port)")
-    return out
-
-
-#: The URL schemes nats-py connects with.
-_SCHEMES = ("nats", "tls", "ws", "wss")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from . import errors
-from ._connection import Connection, default_servers, raw_credentials, redact_url
+from ._connection import Connection, raw_credentials
+from ._servers import default_servers, redact_url
 from ._headers import Headers, encode_headers
 from ._protocol import DEFAULT, Timeout, check_subject, encode_payload, prepare_pub, pub_command, single_valued
 from .consume import MessageStream

@@ -7,7 +7,7 @@
 #         Spark module adds JetStreamError subclasses of its own; the embedded
 #         server (server.py) stands apart, with NatsServerNotFoundError.
 # Rule 2: this module knows nothing of nats-py or asyncio; nats-py exceptions
-#         become these classes in one function, ``_connection.translate``, and
+#         become these classes in one function, ``_nats.translate``, and
 #         a blocking call raises the translated error ``from`` the original.
 """Exceptions raised by jetstream_sync.
 

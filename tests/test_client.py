@@ -123,7 +123,7 @@ class TestConnect:
     @pytest.mark.timeout(20)
     def test_connect_without_servers_or_nats_url_tries_the_default_local_port(self, monkeypatch):
         monkeypatch.delenv("NATS_URL", raising=False)
-        monkeypatch.setattr(jss._connection, "DEFAULT_URL", f"nats://127.0.0.1:{free_port()}")
+        monkeypatch.setattr(jss._servers, "DEFAULT_URL", f"nats://127.0.0.1:{free_port()}")
         with pytest.raises(jss.NoServersError, match="127.0.0.1"):
             jss.connect(timeout=2.0, max_reconnect_attempts=0)
 
