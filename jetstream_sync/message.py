@@ -15,7 +15,21 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ._headers import Headers, decode_headers
-from ._protocol import ACK, DEFAULT, NAK, TERM, WPI, AckFields, Timeout, ack_command, parse_ack_subject
+from ._protocol import (
+    ACK,
+    ACK_DELIVERED,
+    ACK_PENDING,
+    ACK_STREAM_SEQ,
+    ACK_TIMESTAMP_NS,
+    DEFAULT,
+    NAK,
+    TERM,
+    WPI,
+    AckFields,
+    Timeout,
+    ack_command,
+    parse_ack_subject,
+)
 from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
@@ -125,9 +139,20 @@ class Msg:
             md = self._metadata = _metadata_of(self._ack_fields())
         return md
 
+    def metadata_numbers(self) -> tuple[int, int, int, int]:
+        """``(stream sequence, num_delivered, num_pending, timestamp_ns)`` of a JetStream message: the
+        numbers of :attr:`metadata` as a plain tuple, for loops over many messages. No I/O; the reply
+        subject is parsed once per message (shared with :attr:`metadata`) and no :class:`MsgMetadata`
+        is built, so each call costs one small tuple.
+
+        Raises ``ValueError`` when this is not a JetStream message.
+        """
+        f = self._ack_fields()
+        return f[ACK_STREAM_SEQ], f[ACK_DELIVERED], f[ACK_PENDING], f[ACK_TIMESTAMP_NS]
+
     def _ack_fields(self) -> AckFields:
-        """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`, the
-        ordered consumer and the Spark reader. Raises ``ValueError`` when it is not an ack subject."""
+        """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`,
+        :meth:`metadata_numbers` and the engines. Raises ``ValueError`` when it is not an ack subject."""
         fields = self._ack
         if fields is None:
             fields = self._ack = parse_ack_subject(self.reply)
