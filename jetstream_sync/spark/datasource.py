@@ -79,7 +79,6 @@ from pyspark.sql.types import (
 import jetstream_sync as jss
 from jetstream_sync.client import redact_url
 from jetstream_sync.config import validate_stream_name
-from jetstream_sync._protocol import ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS
 
 from ._connections import ConnectionOptions, drop, jetstream_for
 from ._publisher import PartitionPublisher, derived_write_id, new_write_id
@@ -450,9 +449,11 @@ def _partitions(settings: _ReadSettings, start: int, end: int) -> list[InputPart
 # -- reading a range (executor side) -------------------------------------------------------------
 
 
-def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int, end: int) -> Iterator[tuple[jss.Msg, Any]]:
-    """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, ack fields): the
-    tuple of ``parse_ack_subject``, which the ordered consumer has already parsed for its own checks.
+def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int,
+                 end: int) -> Iterator[tuple[jss.Msg, int, int]]:
+    """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, stream sequence,
+    timestamp in ns): from ``msg.metadata_numbers()``, whose parse the ordered consumer has already
+    made for its own checks.
 
     One ordered consumer from ``start``, pulled with no-wait requests, so a range whose messages
     were all deleted (or all filtered out) ends at once instead of waiting for an expiry. The
@@ -465,7 +466,7 @@ def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int, end: in
         oc.close(wait=True)
 
 
-def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tuple[jss.Msg, Any]]:
+def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tuple[jss.Msg, int, int]]:
     nxt = start
     empty = 0
     while True:
@@ -473,13 +474,12 @@ def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tup
         with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt))) as batch:
             for msg in batch:
                 got += 1
-                ack = msg._ack_fields()
-                seq = ack[ACK_STREAM_SEQ]
+                seq, _, pending, ts_ns = msg.metadata_numbers()
                 if seq >= end:
                     return
-                yield msg, ack
+                yield msg, seq, ts_ns
                 nxt = seq + 1
-                if nxt >= end or ack[ACK_PENDING] == 0:
+                if nxt >= end or pending == 0:
                     return
         if got:
             empty = 0
@@ -528,14 +528,14 @@ class _Columns:
         self.timestamp: list[int] = []  # microseconds since the epoch: Arrow takes them without datetimes
         self.msg_id: list[str | None] = []
 
-    def add(self, msg: jss.Msg, ack: Any) -> None:
+    def add(self, msg: jss.Msg, seq: int, ts_ns: int) -> None:
         hdrs = msg.headers
         self.subject.append(msg.subject)
         self.data.append(msg.data)
         if self.include_headers:
             self.headers.append(list(hdrs.multi().items()) if hdrs else [])
-        self.seq.append(ack[ACK_STREAM_SEQ])
-        self.timestamp.append(ack[ACK_TIMESTAMP_NS] // 1000)
+        self.seq.append(seq)
+        self.timestamp.append(ts_ns // 1000)
         self.msg_id.append(hdrs.get(_MSG_ID) if hdrs else None)
         self.rows += 1
 
@@ -561,12 +561,12 @@ def _read_range(settings: _ReadSettings, schema: StructType, partition: InputPar
     js = settings.js()
     try:
         seen_first = False
-        for msg, ack in _messages_in(js, settings, partition.start, partition.end):
+        for msg, seq, ts_ns in _messages_in(js, settings, partition.start, partition.end):
             if not seen_first:
                 seen_first = True
-                if settings.fail_on_data_loss and ack[ACK_STREAM_SEQ] > partition.start:
+                if settings.fail_on_data_loss and seq > partition.start:
                     _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
-            columns.add(msg, ack)
+            columns.add(msg, seq, ts_ns)
             if columns.rows == _ARROW_ROWS:
                 yield columns.batch()
         if not seen_first and settings.fail_on_data_loss:
