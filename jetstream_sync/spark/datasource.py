@@ -48,8 +48,6 @@ retried task repeats its ids, and derived from the query id and batch id for a s
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
-import json
 import logging
 import math
 import os
@@ -78,9 +76,18 @@ from pyspark.sql.types import (
 
 import jetstream_sync as jss
 from jetstream_sync.client import redact_url
-from jetstream_sync.config import validate_stream_name
 
-from ._connections import ConnectionOptions, drop, jetstream_for
+from ._connections import drop, jetstream_for
+from ._options import (
+    WRITE_OPTIONS,
+    ReadSettings,
+    check_option_names,
+    connection_options,
+    float_option,
+    int_option,
+    lower_keys,
+    str_option,
+)
 from ._publisher import PartitionPublisher, derived_write_id, new_write_id
 
 try:  # PySpark >= 4.2: read limits (maxMessagesPerTrigger) and Trigger.AvailableNow
@@ -129,8 +136,6 @@ _ARROW_ROWS = 4096
 #: killed task is removed by the server after this long. A slow reader is not hurt by a short
 #: threshold: the ordered consumer recreates itself after its cursor.
 _INACTIVE = 10.0
-#: Sent to the server by default: the connection name shown by `nats server report connections`.
-_DEFAULT_NAME = "jetstream-sync-spark"
 #: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
 _TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
 
@@ -148,195 +153,6 @@ def register(spark: Any) -> None:
     """
     spark.dataSource.register(JetStreamDataSource)
 
-
-# -- options -----------------------------------------------------------------------------------
-
-
-def _lower(options: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k).lower(): v for k, v in options.items() if v is not None}
-
-
-_CONNECTION_OPTIONS = ("servers", "connectionName", "timeout", "domain", "user", "password", "token", "credsFile",
-                       "userCredentials", "nkeysSeedFile", "nkeysSeed", "tlsCaFile", "tlsCertFile", "tlsKeyFile",
-                       "tlsHostname")
-_READ_OPTIONS = ("stream", "subject", "startingOffsets", "endingOffsets", "startingTimestamp", "minPartitions",
-                 "maxMessagesPerTrigger", "failOnDataLoss", "includeHeaders")
-_WRITE_OPTIONS = ("subject", "maxPending", "ackTimeout")
-#: Options of Spark's own that it may hand to every source or sink (``load(path)``, checkpoints, ...).
-_SPARK_OPTIONS = ("path", "paths", "checkpointLocation", "queryName")
-
-
-def _check_option_names(opts: Mapping[str, Any], ours: tuple[str, ...], what: str) -> None:
-    """A ValueError for the first option name this source does not know, suggesting the closest one."""
-    spelled = {name.lower(): name for name in (*_CONNECTION_OPTIONS, *ours)}
-    spark_own = {name.lower() for name in _SPARK_OPTIONS}
-    for key in opts:
-        if key in spelled or key in spark_own:
-            continue
-        close = difflib.get_close_matches(key, list(spelled), n=1, cutoff=0.6)
-        hint = f" Did you mean {spelled[close[0]]!r}?" if close else ""
-        valid = ", ".join(sorted(dict.fromkeys(spelled.values()), key=str.lower))
-        raise ValueError(f"unknown option {key!r} for a jetstream {what}.{hint} Valid options: {valid} "
-                         f"(names are case-insensitive)")
-
-
-def _int_option(opts: Mapping[str, str], key: str, minimum: int) -> int | None:
-    raw = opts.get(key.lower())
-    if raw is None:
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"option {key} must be an integer >= {minimum}, got {raw!r}") from None
-    if value < minimum:
-        raise ValueError(f"option {key} must be an integer >= {minimum}, got {raw!r}")
-    return value
-
-
-def _float_option(opts: Mapping[str, str], key: str, default: float) -> float:
-    raw = opts.get(key.lower())
-    if raw is None:
-        return default
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or math.isinf(value):
-        raise ValueError(f"option {key} must be a number of seconds > 0, got {raw!r}")
-    return value
-
-
-def _bool_option(opts: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = opts.get(key.lower())
-    if raw is None:
-        return default
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"option {key} must be true or false, got {raw!r}")
-
-
-def _str_option(opts: Mapping[str, str], key: str) -> str | None:
-    raw = opts.get(key.lower())
-    if raw is None:
-        return None
-    text = str(raw).strip()
-    return text or None
-
-
-def _connection(opts: Mapping[str, str]) -> ConnectionOptions:
-    """ConnectionOptions from data source options; reads credential files here (the driver)."""
-    return ConnectionOptions.from_paths(
-        _str_option(opts, "servers") or "nats://127.0.0.1:4222",
-        name=_str_option(opts, "connectionName") or _DEFAULT_NAME,
-        timeout=_float_option(opts, "timeout", 5.0),
-        user=_str_option(opts, "user"),
-        password=opts.get("password"),
-        token=opts.get("token"),
-        creds_file=_str_option(opts, "credsFile") or _str_option(opts, "userCredentials"),
-        nkeys_seed_file=_str_option(opts, "nkeysSeedFile") or _str_option(opts, "nkeysSeed"),
-        tls_ca_file=_str_option(opts, "tlsCaFile"),
-        tls_cert_file=_str_option(opts, "tlsCertFile"),
-        tls_key_file=_str_option(opts, "tlsKeyFile"),
-        tls_hostname=_str_option(opts, "tlsHostname"),
-    )
-
-
-def _parse_offsets(raw: Any, option: str, stream: str) -> str | int:
-    """``"earliest"``, ``"latest"`` or an inclusive/exclusive stream sequence from ``{"<stream>": n}``."""
-    text = str(raw).strip()
-    if text.lower() in ("earliest", "latest"):
-        return text.lower()
-    example = json.dumps({stream: 42})
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        raise ValueError(f"option {option} must be 'earliest', 'latest' or JSON like {example}, got {raw!r}") from None
-    if not isinstance(parsed, dict) or set(parsed) != {stream}:
-        raise ValueError(f"option {option}: the JSON must name exactly the stream being read, as in {example}; "
-                         f"got {raw!r}")
-    value = parsed[stream]
-    if isinstance(value, bool) or not isinstance(value, int) or value < -2 or value == 0:
-        raise ValueError(f"option {option}: {stream!r} must map to a stream sequence >= 1 "
-                         f"(or -2 for earliest, -1 for latest), got {value!r}")
-    if value == -2:
-        return "earliest"
-    if value == -1:
-        return "latest"
-    return value
-
-
-def _parse_timestamp(raw: Any) -> _dt.datetime:
-    text = str(raw).strip()
-    try:
-        return _dt.datetime.fromtimestamp(int(text) / 1000, tz=_dt.timezone.utc)
-    except ValueError:
-        pass
-    except (OverflowError, OSError):
-        raise ValueError(f"option startingTimestamp is out of range: {raw!r}") from None
-    try:
-        ts = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"option startingTimestamp must be milliseconds since the epoch or an ISO 8601 time, "
-                         f"got {raw!r}") from None
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=_dt.timezone.utc)
-
-
-@attrs.frozen(kw_only=True)
-class _ReadSettings:
-    """Everything a read needs, parsed once on the driver; picklable."""
-
-    conn: ConnectionOptions
-    domain: str | None
-    stream: str
-    subject: str | None
-    starting: str | int
-    ending: str | int
-    starting_timestamp: _dt.datetime | None
-    min_partitions: int | None
-    max_per_trigger: int | None
-    fail_on_data_loss: bool
-    include_headers: bool
-
-    @classmethod
-    def parse(cls, options: Mapping[str, Any], *, streaming: bool) -> "_ReadSettings":
-        opts = _lower(options)
-        _check_option_names(opts, _READ_OPTIONS, "streaming read" if streaming else "read")
-        stream = _str_option(opts, "stream")
-        if stream is None:
-            raise ValueError("option stream is required to read: .option('stream', 'ORDERS')")
-        validate_stream_name(stream, "option stream")
-        starting = _parse_offsets(opts.get("startingoffsets", "latest" if streaming else "earliest"),
-                                  "startingOffsets", stream)
-        if starting == "latest" and not streaming:
-            raise ValueError("option startingOffsets='latest' is not valid for a batch read (it is always empty); "
-                             "use 'earliest' or a sequence")
-        if streaming and "endingoffsets" in opts:
-            raise ValueError("option endingOffsets is for batch reads only; a streaming read has no end")
-        ending = _parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets", stream)
-        if ending == "earliest":
-            raise ValueError("option endingOffsets='earliest' is not valid (it is always empty); "
-                             "use 'latest' or a sequence")
-        if not streaming and "maxmessagespertrigger" in opts:
-            raise ValueError("option maxMessagesPerTrigger is for streaming reads only")
-        if isinstance(starting, int) and isinstance(ending, int) and ending < starting:
-            raise ValueError(f"option endingOffsets (sequence {ending}, exclusive) is before startingOffsets "
-                             f"(sequence {starting}, inclusive): the range would be empty")
-        ts = opts.get("startingtimestamp")
-        return cls(
-            conn=_connection(opts), domain=_str_option(opts, "domain"), stream=stream,
-            subject=_str_option(opts, "subject"), starting=starting, ending=ending,
-            starting_timestamp=None if ts is None else _parse_timestamp(ts),
-            min_partitions=_int_option(opts, "minPartitions", 1),
-            max_per_trigger=_int_option(opts, "maxMessagesPerTrigger", 1),
-            fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
-            include_headers=_bool_option(opts, "includeHeaders", True),
-        )
-
-    def js(self) -> jss.JetStream:
-        return jetstream_for(self.conn, domain=self.domain)
 
 
 def _check_read_schema(schema: StructType) -> StructType:
@@ -363,13 +179,13 @@ def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int]:
     return (first if first else last + 1), last
 
 
-def _ordered(js: jss.JetStream, settings: _ReadSettings, **fields: Any) -> jss.OrderedConsumer:
+def _ordered(js: jss.JetStream, settings: ReadSettings, **fields: Any) -> jss.OrderedConsumer:
     if settings.subject is not None:
         fields["filter_subject"] = settings.subject
     return js.ordered_consumer(settings.stream, inactive_threshold=_INACTIVE, **fields)
 
 
-def _seq_at_time(js: jss.JetStream, settings: _ReadSettings, when: _dt.datetime) -> int | None:
+def _seq_at_time(js: jss.JetStream, settings: ReadSettings, when: _dt.datetime) -> int | None:
     """Sequence of the first (matching) message stored at or after ``when``, or None."""
     oc = _ordered(js, settings, deliver_policy="by_start_time", opt_start_time=when)
     try:
@@ -382,7 +198,7 @@ def _seq_at_time(js: jss.JetStream, settings: _ReadSettings, when: _dt.datetime)
         oc.close(wait=True)
 
 
-def _first_to_read(js: jss.JetStream, settings: _ReadSettings, first: int, last: int) -> int:
+def _first_to_read(js: jss.JetStream, settings: ReadSettings, first: int, last: int) -> int:
     """The first sequence a read starts at (inclusive), from startingTimestamp/startingOffsets."""
     if settings.starting_timestamp is not None:
         seq = _seq_at_time(js, settings, settings.starting_timestamp)
@@ -439,7 +255,7 @@ def default_partitions(span: int, cores: int | None = None) -> int:
     return max(1, min(math.ceil(span / _SEQS_PER_PARTITION), cores))
 
 
-def _partitions(settings: _ReadSettings, start: int, end: int) -> list[InputPartition]:
+def _partitions(settings: ReadSettings, start: int, end: int) -> list[InputPartition]:
     parts = settings.min_partitions
     if parts is None:
         parts = default_partitions(end - start)
@@ -449,7 +265,7 @@ def _partitions(settings: _ReadSettings, start: int, end: int) -> list[InputPart
 # -- reading a range (executor side) -------------------------------------------------------------
 
 
-def _messages_in(js: jss.JetStream, settings: _ReadSettings, start: int,
+def _messages_in(js: jss.JetStream, settings: ReadSettings, start: int,
                  end: int) -> Iterator[tuple[jss.Msg, int, int]]:
     """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, stream sequence,
     timestamp in ns): from ``msg.metadata_numbers()``, whose parse the ordered consumer has already
@@ -492,7 +308,7 @@ def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tup
                 return
 
 
-def _check_loss(js: jss.JetStream, settings: _ReadSettings, start: int) -> None:
+def _check_loss(js: jss.JetStream, settings: ReadSettings, start: int) -> None:
     first, _ = _bounds(js, settings.stream)
     if first > start:
         raise _data_loss(settings.stream, start, first)
@@ -512,7 +328,7 @@ class _Columns:
     """Column buffers for one Arrow record batch: every column is collected in one tight loop
     (the per-row cost is what limits a read), then only the schema's columns are built."""
 
-    def __init__(self, schema: StructType, settings: _ReadSettings) -> None:
+    def __init__(self, schema: StructType, settings: ReadSettings) -> None:
         self.arrow_schema = _arrow_schema(schema)
         self.names = schema.fieldNames()
         self.stream = settings.stream
@@ -553,7 +369,7 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
 
-def _read_range(settings: _ReadSettings, schema: StructType, partition: InputPartition) -> Iterator[Any]:
+def _read_range(settings: ReadSettings, schema: StructType, partition: InputPartition) -> Iterator[Any]:
     """Arrow record batches of the partition's messages (runs on an executor)."""
     if not isinstance(partition, SequenceRange):  # Spark's placeholder for an empty read
         return
@@ -588,7 +404,7 @@ class JetStreamBatchReader(DataSourceReader):
     ``startingTimestamp``); ``read()`` runs on executors, one ordered consumer per partition.
     """
 
-    def __init__(self, settings: _ReadSettings, schema: StructType) -> None:
+    def __init__(self, settings: ReadSettings, schema: StructType) -> None:
         self._settings = settings
         self._schema = _check_read_schema(schema)
 
@@ -620,7 +436,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     request per call; ``read()`` runs on executors.
     """
 
-    def __init__(self, settings: _ReadSettings, schema: StructType) -> None:
+    def __init__(self, settings: ReadSettings, schema: StructType) -> None:
         self._settings = settings
         self._schema = _check_read_schema(schema)
         self._target: int | None = None  # Trigger.AvailableNow: never read past this sequence
@@ -705,8 +521,8 @@ class JetStreamCommitMessage(WriterCommitMessage):
 
 def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionPublisher:
     """The row publisher of a write, with its columns checked against ``schema`` here, on the driver."""
-    opts = _lower(options)
-    _check_option_names(opts, _WRITE_OPTIONS, "write")
+    opts = lower_keys(options)
+    check_option_names(opts, WRITE_OPTIONS, "write")
     names = schema.fieldNames()
     types = {f.name: f.dataType for f in schema.fields}
 
@@ -718,7 +534,7 @@ def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionP
                              f"got {types[name].simpleString()}")
         return name
 
-    subject = _str_option(opts, "subject")
+    subject = str_option(opts, "subject")
     subject_col = column("subject", (StringType(),), "a string")
     if subject is None and subject_col is None:
         raise ValueError("writing to jetstream needs a subject: a 'subject' column or .option('subject', ...)")
@@ -727,15 +543,15 @@ def _publisher_for(options: Mapping[str, Any], schema: StructType) -> PartitionP
                          f"{', '.join(names)}")
     ack_timeout = opts.get("acktimeout")
     return PartitionPublisher(
-        options=_connection(opts), write_id=new_write_id(), subject=subject, subject_column=subject_col,
+        options=connection_options(opts), write_id=new_write_id(), subject=subject, subject_column=subject_col,
         data_column="data",
         headers_column=column("headers", (MapType(StringType(), StringType()),
                                           MapType(StringType(), ArrayType(StringType()))),
                               "map<string,string> or map<string,array<string>>"),
         msg_id_column=column("msg_id", (StringType(),), "a string"),
-        max_pending=_int_option(opts, "maxPending", 1) or 1000,
-        timeout=None if ack_timeout is None else _float_option(opts, "ackTimeout", 0.0),
-        domain=_str_option(opts, "domain"),
+        max_pending=int_option(opts, "maxPending", 1) or 1000,
+        timeout=None if ack_timeout is None else float_option(opts, "ackTimeout", 0.0),
+        domain=str_option(opts, "domain"),
     )
 
 
@@ -849,10 +665,10 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> JetStreamBatchReader:
-        return JetStreamBatchReader(_ReadSettings.parse(self.options, streaming=False), schema)
+        return JetStreamBatchReader(ReadSettings.parse(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> JetStreamStreamReader:
-        return JetStreamStreamReader(_ReadSettings.parse(self.options, streaming=True), schema)
+        return JetStreamStreamReader(ReadSettings.parse(self.options, streaming=True), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
         if overwrite:
