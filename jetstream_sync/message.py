@@ -15,21 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ._headers import Headers, decode_headers
-from ._protocol import (
-    ACK,
-    ACK_DELIVERED,
-    ACK_PENDING,
-    ACK_STREAM_SEQ,
-    ACK_TIMESTAMP_NS,
-    DEFAULT,
-    NAK,
-    TERM,
-    WPI,
-    AckFields,
-    Timeout,
-    ack_command,
-    parse_ack_subject,
-)
+from ._protocol import ACK, DEFAULT, NAK, TERM, WPI, AckFields, Timeout, ack_command, parse_ack_subject
 from ._time import Timestamp
 from .errors import JetStreamError, MessageAlreadyAckedError, TimeoutError
 
@@ -147,8 +133,11 @@ class Msg:
 
         Raises ``ValueError`` when this is not a JetStream message.
         """
-        f = self._ack_fields()
-        return f[ACK_STREAM_SEQ], f[ACK_DELIVERED], f[ACK_PENDING], f[ACK_TIMESTAMP_NS]
+        fields = self._ack  # _ack_fields() inlined: a Spark read calls this once per row
+        if fields is None:
+            fields = self._ack = parse_ack_subject(self.reply)
+        _, _, delivered, seq, _, ts_ns, pending, _ = fields  # the AckFields order
+        return seq, delivered, pending, ts_ns
 
     def _ack_fields(self) -> AckFields:
         """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`,
