@@ -125,9 +125,23 @@ class Msg:
             md = self._metadata = _metadata_of(self._ack_fields())
         return md
 
+    def metadata_numbers(self) -> tuple[int, int, int, int]:
+        """``(stream sequence, num_delivered, num_pending, timestamp_ns)`` of a JetStream message: the
+        numbers of :attr:`metadata` as a plain tuple, for loops over many messages. No I/O; the reply
+        subject is parsed once per message (shared with :attr:`metadata`) and no :class:`MsgMetadata`
+        is built, so each call costs one small tuple.
+
+        Raises ``ValueError`` when this is not a JetStream message.
+        """
+        fields = self._ack  # _ack_fields() inlined: a Spark read calls this once per row
+        if fields is None:
+            fields = self._ack = parse_ack_subject(self.reply)
+        _, _, delivered, seq, _, ts_ns, pending, _ = fields  # the AckFields order
+        return seq, delivered, pending, ts_ns
+
     def _ack_fields(self) -> AckFields:
-        """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`, the
-        ordered consumer and the Spark reader. Raises ``ValueError`` when it is not an ack subject."""
+        """The reply subject parsed once (:func:`parse_ack_subject`), shared by :attr:`metadata`,
+        :meth:`metadata_numbers` and the engines. Raises ``ValueError`` when it is not an ack subject."""
         fields = self._ack
         if fields is None:
             fields = self._ack = parse_ack_subject(self.reply)

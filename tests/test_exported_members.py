@@ -56,8 +56,8 @@ PUBLIC_MEMBERS = {
     jss.MessageBatch: ["stop", "unread"],
     jss.MessageStream: ["drain", "next", "stop"],
     jss.ConsumeHandle: ["closed", "drain", "stats", "stop", "wait"],
-    jss.Msg: ["ack", "acked", "data", "double_ack", "headers", "in_progress", "metadata", "nak", "reply", "size",
-              "subject", "term"],
+    jss.Msg: ["ack", "acked", "data", "double_ack", "headers", "in_progress", "metadata", "metadata_numbers", "nak",
+              "reply", "size", "subject", "term"],
 }
 
 

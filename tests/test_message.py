@@ -134,6 +134,24 @@ class TestParseAckSubject:
         assert msg.metadata == parse_metadata(msg.reply)
         assert msg.metadata.sequence == SequencePair(stream=42, consumer=7)
 
+    def test_metadata_numbers_are_the_metadata_numbers_from_the_same_single_parse(self):
+        for reply in (f"$JS.ACK.ORDERS.worker.3.42.7.{TS_NANOS}.5",
+                      f"$JS.ACK.hub.ACC.ORDERS.worker.3.42.7.{TS_NANOS}.5.r4nd0m"):
+            msg = Msg(None, "orders.new", reply, b"x")
+            seq, delivered, pending, ts_ns = msg.metadata_numbers()
+            assert (seq, delivered, pending, ts_ns) == (42, 3, 5, TS_NANOS)
+            fields = msg._ack_fields()
+            assert msg.metadata_numbers() == (seq, delivered, pending, ts_ns) and msg._ack_fields() is fields
+            md = msg.metadata
+            assert (md.sequence.stream, md.num_delivered, md.num_pending, md.timestamp_ns) == (seq, delivered,
+                                                                                               pending, ts_ns)
+
+    def test_metadata_numbers_of_a_message_without_an_ack_subject_raise(self):
+        with pytest.raises(ValueError, match="no reply subject"):
+            Msg(None, "orders.new", "", b"x").metadata_numbers()
+        with pytest.raises(ValueError, match="not a JetStream ack subject"):
+            Msg(None, "orders.new", "_INBOX.abc", b"x").metadata_numbers()
+
     def test_a_message_without_an_ack_subject_raises_on_metadata(self):
         with pytest.raises(ValueError, match="no reply subject"):
             Msg(None, "orders.new", "", b"x").metadata

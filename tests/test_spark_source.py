@@ -483,11 +483,11 @@ def test_the_driver_check_of_a_write_refuses_wrong_credentials_without_echoing_t
     # the Spark session's process makes PySpark 4.3 lose track of Python data sources
     # (DATA_SOURCE_NOT_FOUND), so this case does not go through df.write.
     from jetstream_sync.spark import ConnectionOptions, PartitionPublisher
-    from jetstream_sync.spark.datasource import _check_write_target
+    from jetstream_sync.spark._writes import check_write_target
 
     with NatsServer(config_text='authorization { user: "etl", password: "right" }\n') as secured:
         pub = PartitionPublisher(options=ConnectionOptions.from_paths(secured.url, user="etl", password="wrong"),
                                  write_id="w", subject="x.y")
         with pytest.raises(jss.AuthorizationError, match="refused this connection's credentials") as info:
-            _check_write_target(pub)
+            check_write_target(pub)
         assert "wrong" not in str(info.value)

@@ -1,9 +1,11 @@
 # jetstream_sync.spark: moving data between JetStream and Spark DataFrames (SPEC section 7).
 #
 # Rule 1: importing this package must work without pyspark: pyspark is imported
-#         lazily, and the data source (the one module that needs pyspark at
-#         import time) is loaded only when JetStreamDataSource or register() is used.
-# Rule 2: re-exports only; the code lives in _connections, _publisher, _progress and datasource.
+#         lazily, and the data source (datasource with its _reads and _writes, the
+#         modules that need pyspark at import time) is loaded only when
+#         JetStreamDataSource or register() is used.
+# Rule 2: re-exports only; the code lives in _connections, _publisher, _progress, and
+#         datasource with _options, _reads and _writes.
 """Spark (PySpark) integration for jetstream_sync.
 
 Publishing a DataFrame from ``foreachPartition`` (one connection per Python

@@ -1,0 +1,426 @@
+# The reads of the "jetstream" data source: planning turns settings into stream sequence ranges, executors
+# read exactly those. Rule 1: the stream sequence is the only offset; a partition is a half-open range
+# read by one ordered consumer from its start, deleted when the read ends (no durable state); a streaming
+# offset is {"<stream>": <last sequence read>}. Rule 2: planning costs one stream info request per call
+# (plus one pull for startingTimestamp); the per-row cost of an executor read is what limits a read, so
+# rows are collected column by column into Arrow record batches. Rule 3: public jetstream_sync API only.
+"""Readers of the ``jetstream`` data source: ``spark.read`` and ``spark.readStream``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import math
+import os
+from typing import Any, Iterator, Mapping
+
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+import jetstream_sync as jss
+
+from ._connections import drop
+from ._options import ReadSettings
+
+try:  # PySpark >= 4.2: read limits (maxMessagesPerTrigger) and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - PySpark 4.0/4.1: latestOffset() takes no arguments
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+log = logging.getLogger(__name__)
+
+READ_SCHEMA = StructType([
+    StructField("subject", StringType()),
+    StructField("data", BinaryType()),
+    StructField("headers", MapType(StringType(), ArrayType(StringType()))),
+    StructField("stream", StringType()),
+    StructField("seq", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("msg_id", StringType()),
+])
+"""The schema of every read: one row per stored message; ``seq`` is the stream sequence (the offset)."""
+
+_MSG_ID = "Nats-Msg-Id"
+#: Default partition size when minPartitions is not given (sequences per partition).
+_SEQS_PER_PARTITION = 10_000
+#: Messages asked for per no-wait pull while reading a range.
+_FETCH = 1000
+#: Rows per Arrow record batch handed to Spark.
+_ARROW_ROWS = 4096
+#: Every read deletes its ordered consumer when it ends (also when it fails); one left behind by a
+#: killed task is removed by the server after this long. A slow reader is not hurt by a short
+#: threshold: the ordered consumer recreates itself after its cursor.
+_INACTIVE = 10.0
+#: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
+_TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
+
+
+class DataLossError(jss.JetStreamError):
+    """Messages a query was about to read were already removed (limits, purge) and
+    ``failOnDataLoss`` is true."""
+
+
+# Named by the module it is documented and imported from, as tracebacks on the driver show it.
+DataLossError.__module__ = "jetstream_sync.spark.datasource"
+
+
+def _check_read_schema(schema: StructType) -> StructType:
+    """A user-given read schema may pick and reorder the documented columns, nothing else."""
+    known = {f.name: f.dataType for f in READ_SCHEMA.fields}
+    for field in schema.fields:
+        if field.name not in known:
+            raise ValueError(f"the jetstream source has no column {field.name!r}; its columns are "
+                             f"{', '.join(known)}")
+        if field.dataType != known[field.name]:
+            raise ValueError(f"column {field.name!r} is {known[field.name].simpleString()} in the jetstream source, "
+                             f"not {field.dataType.simpleString()}")
+    return schema
+
+
+# -- resolving sequences (driver side) ------------------------------------------------------------
+
+
+def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int]:
+    """(first stored sequence, last sequence); first is last + 1 when nothing is stored. One request."""
+    state = js.stream_info(stream).state
+    last = state.last_seq or 0
+    first = state.first_seq or 0
+    return (first if first else last + 1), last
+
+
+def _ordered(js: jss.JetStream, settings: ReadSettings, **fields: Any) -> jss.OrderedConsumer:
+    if settings.subject is not None:
+        fields["filter_subject"] = settings.subject
+    return js.ordered_consumer(settings.stream, inactive_threshold=_INACTIVE, **fields)
+
+
+def _seq_at_time(js: jss.JetStream, settings: ReadSettings, when: _dt.datetime) -> int | None:
+    """Sequence of the first (matching) message stored at or after ``when``, or None."""
+    oc = _ordered(js, settings, deliver_policy="by_start_time", opt_start_time=when)
+    try:
+        for _ in range(2):  # an empty answer may be an ordered-consumer reset: ask once more
+            with oc.fetch_no_wait(1) as batch:
+                for msg in batch:
+                    return msg.metadata.sequence.stream
+        return None
+    finally:
+        oc.close(wait=True)
+
+
+def _first_to_read(js: jss.JetStream, settings: ReadSettings, first: int, last: int) -> int:
+    """The first sequence a read starts at (inclusive), from startingTimestamp/startingOffsets."""
+    if settings.starting_timestamp is not None:
+        seq = _seq_at_time(js, settings, settings.starting_timestamp)
+        return last + 1 if seq is None else seq
+    if settings.starting == "earliest":
+        return first
+    if settings.starting == "latest":
+        return last + 1
+    return int(settings.starting)
+
+
+def _data_loss(stream: str, wanted: int, first: int) -> DataLossError:
+    return DataLossError(
+        f"stream {stream!r}: messages from sequence {wanted} to {first - 1} are no longer stored (the stream's "
+        f"first sequence is {first}: removed by its limits or a purge) and failOnDataLoss is true. Set the "
+        f"option failOnDataLoss=false to skip ahead to sequence {first}, or read from startingOffsets='earliest'")
+
+
+def split_range(start: int, end: int, parts: int | None) -> list[tuple[int, int]]:
+    """Split the sequences ``[start, end)`` into contiguous half-open ranges.
+
+    Exactly ``parts`` ranges when the span holds at least that many sequences (else one per
+    sequence); with ``parts=None``, one range per 10,000 sequences. Sizes differ by at most one.
+    """
+    span = end - start
+    if span <= 0:
+        return []
+    n = parts if parts is not None else math.ceil(span / _SEQS_PER_PARTITION)
+    n = max(1, min(n, span))
+    size, extra = divmod(span, n)
+    out = []
+    lo = start
+    for i in range(n):
+        hi = lo + size + (1 if i < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+class SequenceRange(InputPartition):
+    """One partition: the stream sequences ``start <= seq < end``."""
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.end = end
+
+
+def default_partitions(span: int, cores: int | None = None) -> int:
+    """Partitions of a read of ``span`` sequences without ``minPartitions``: one per 10,000 sequences,
+    at most one per core (``os.cpu_count()`` where the read is planned: the parallelism of a
+    ``local[*]`` session). Every partition costs a task and a consumer; more than the cores can run at
+    once only adds that cost. On a cluster, set ``minPartitions`` to its number of executor cores."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(math.ceil(span / _SEQS_PER_PARTITION), cores))
+
+
+def _partitions(settings: ReadSettings, start: int, end: int) -> list[InputPartition]:
+    parts = settings.min_partitions
+    if parts is None:
+        parts = default_partitions(end - start)
+    return [SequenceRange(lo, hi) for lo, hi in split_range(start, end, parts)]
+
+
+# -- reading a range (executor side) -------------------------------------------------------------
+
+
+def _messages_in(js: jss.JetStream, settings: ReadSettings, start: int,
+                 end: int) -> Iterator[tuple[jss.Msg, int, int]]:
+    """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, stream sequence,
+    timestamp in ns): from ``msg.metadata_numbers()``, whose parse the ordered consumer has already
+    made for its own checks.
+
+    One ordered consumer from ``start``, pulled with no-wait requests, so a range whose messages
+    were all deleted (or all filtered out) ends at once instead of waiting for an expiry. The
+    read stops at the first sequence >= ``end``, or when the server says nothing is pending.
+    """
+    oc = _ordered(js, settings, deliver_policy="by_start_sequence", opt_start_seq=start)
+    try:
+        yield from _read_ordered(oc, start, end)
+    finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
+        oc.close(wait=True)
+
+
+def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tuple[jss.Msg, int, int]]:
+    nxt = start
+    empty = 0
+    while True:
+        got = 0
+        with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt))) as batch:
+            for msg in batch:
+                got += 1
+                seq, _, pending, ts_ns = msg.metadata_numbers()
+                if seq >= end:
+                    return
+                yield msg, seq, ts_ns
+                nxt = seq + 1
+                if nxt >= end or pending == 0:
+                    return
+        if got:
+            empty = 0
+        else:
+            # No-wait pulls answer "nothing pending" at once. A reset of the ordered consumer
+            # (a gap, a lost consumer) can also end a batch before its first message: only a
+            # second empty answer in a row means the range holds nothing more.
+            empty += 1
+            if empty >= 2:
+                return
+
+
+def _check_loss(js: jss.JetStream, settings: ReadSettings, start: int) -> None:
+    first, _ = _bounds(js, settings.stream)
+    if first > start:
+        raise _data_loss(settings.stream, start, first)
+
+
+def _arrow_schema(schema: StructType) -> Any:
+    # The very schema PySpark checks returned record batches against (records_to_arrow_batches).
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # pragma: no cover - older PySpark without the timezone argument
+        return to_arrow_schema(schema)
+
+
+class _Columns:
+    """Column buffers for one Arrow record batch: every column is collected in one tight loop
+    (the per-row cost is what limits a read), then only the schema's columns are built."""
+
+    def __init__(self, schema: StructType, settings: ReadSettings) -> None:
+        self.arrow_schema = _arrow_schema(schema)
+        self.names = schema.fieldNames()
+        self.stream = settings.stream
+        self.include_headers = settings.include_headers
+        self.clear()
+
+    def clear(self) -> None:
+        self.rows = 0
+        self.subject: list[str] = []
+        self.data: list[bytes] = []
+        self.headers: list[Any] = []
+        self.seq: list[int] = []
+        self.timestamp: list[int] = []  # microseconds since the epoch: Arrow takes them without datetimes
+        self.msg_id: list[str | None] = []
+
+    def add(self, msg: jss.Msg, seq: int, ts_ns: int) -> None:
+        hdrs = msg.headers
+        self.subject.append(msg.subject)
+        self.data.append(msg.data)
+        if self.include_headers:
+            self.headers.append(list(hdrs.multi().items()) if hdrs else [])
+        self.seq.append(seq)
+        self.timestamp.append(ts_ns // 1000)
+        self.msg_id.append(hdrs.get(_MSG_ID) if hdrs else None)
+        self.rows += 1
+
+    def batch(self) -> Any:
+        import pyarrow as pa
+
+        n = self.rows
+        values = {
+            "subject": self.subject, "data": self.data,
+            "headers": self.headers if self.include_headers else [None] * n,
+            "stream": [self.stream] * n, "seq": self.seq, "timestamp": self.timestamp, "msg_id": self.msg_id,
+        }
+        arrays = [pa.array(values[name], type=field.type) for name, field in zip(self.names, self.arrow_schema)]
+        self.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+
+def _read_range(settings: ReadSettings, schema: StructType, partition: InputPartition) -> Iterator[Any]:
+    """Arrow record batches of the partition's messages (runs on an executor)."""
+    if not isinstance(partition, SequenceRange):  # Spark's placeholder for an empty read
+        return
+    columns = _Columns(schema, settings)
+    js = settings.js()
+    try:
+        seen_first = False
+        for msg, seq, ts_ns in _messages_in(js, settings, partition.start, partition.end):
+            if not seen_first:
+                seen_first = True
+                if settings.fail_on_data_loss and seq > partition.start:
+                    _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
+            columns.add(msg, seq, ts_ns)
+            if columns.rows == _ARROW_ROWS:
+                yield columns.batch()
+        if not seen_first and settings.fail_on_data_loss:
+            _check_loss(js, settings, partition.start)
+        if columns.rows:
+            yield columns.batch()
+    except _TRANSPORT_ERRORS:
+        drop(settings.conn)  # the retried task connects afresh
+        raise
+
+
+# -- batch read ----------------------------------------------------------------------------------
+
+
+class JetStreamBatchReader(DataSourceReader):
+    """``spark.read.format("jetstream")``: the sequence range split into parallel partitions.
+
+    ``partitions()`` runs once at planning (one stream info request, plus one pull for
+    ``startingTimestamp``); ``read()`` runs on executors, one ordered consumer per partition.
+    """
+
+    def __init__(self, settings: ReadSettings, schema: StructType) -> None:
+        self._settings = settings
+        self._schema = _check_read_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        s = self._settings
+        js = s.js()
+        first, last = _bounds(js, s.stream)
+        start = _first_to_read(js, s, first, last)
+        if start < first:
+            if s.fail_on_data_loss:
+                raise _data_loss(s.stream, start, first)
+            start = first
+        end = last + 1 if s.ending == "latest" else min(int(s.ending), last + 1)
+        return _partitions(s, start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_range(self._settings, self._schema, partition)
+
+
+# -- streaming read ------------------------------------------------------------------------------
+
+
+class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("jetstream")``: micro-batches of stream sequence ranges.
+
+    The offset is ``{"<stream>": <last sequence read>}``; a micro-batch ``(start, end]`` reads
+    ``start + 1 <= seq <= end``, so a query restarted on its checkpoint reads exactly what is new.
+    Offset planning runs in one long-lived Python worker per query and costs one stream info
+    request per call; ``read()`` runs on executors.
+    """
+
+    def __init__(self, settings: ReadSettings, schema: StructType) -> None:
+        self._settings = settings
+        self._schema = _check_read_schema(schema)
+        self._target: int | None = None  # Trigger.AvailableNow: never read past this sequence
+
+    def _seq(self, offset: Mapping[str, Any] | None, what: str) -> int:
+        stream = self._settings.stream
+        if not isinstance(offset, Mapping) or set(offset) != {stream} or not isinstance(offset[stream], int):
+            raise ValueError(f"the {what} offset {offset!r} is not an offset of stream {stream!r}: was this "
+                             f"checkpoint written by a query reading another stream?")
+        return int(offset[stream])
+
+    def initialOffset(self) -> dict:
+        s = self._settings
+        js = s.js()
+        first, last = _bounds(js, s.stream)
+        return {s.stream: _first_to_read(js, s, first, last) - 1}
+
+    def getDefaultReadLimit(self) -> Any:
+        n = self._settings.max_per_trigger
+        if n is not None and ReadMaxRows is not None:
+            return ReadMaxRows(n)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        _, self._target = _bounds(self._settings.js(), self._settings.stream)
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        s = self._settings
+        first, last = _bounds(s.js(), s.stream)
+        if start is None:  # PySpark < 4.2 asks without a start: no read limit possible
+            return {s.stream: last}
+        current = self._seq(start, "start")
+        if last < current:
+            if s.fail_on_data_loss:
+                raise DataLossError(
+                    f"stream {s.stream!r}: its last sequence {last} is below the checkpointed offset {current} "
+                    f"(was the stream deleted and recreated?) and failOnDataLoss is true")
+            log.warning("jetstream source: stream %r last sequence %d is below the checkpointed offset %d; "
+                        "waiting for new messages past it", s.stream, last, current)
+            return {s.stream: current}
+        if first > current + 1:
+            if s.fail_on_data_loss:
+                raise _data_loss(s.stream, current + 1, first)
+            log.warning("jetstream source: stream %r sequences %d..%d were removed before being read; skipping "
+                        "ahead (failOnDataLoss=false)", s.stream, current + 1, first - 1)
+            current = first - 1
+        end = last
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            end = min(end, current + limit.max_rows)
+        if self._target is not None:
+            end = min(end, self._target)
+        return {s.stream: max(end, self._seq(start, "start"))}
+
+    def reportLatestOffset(self) -> dict | None:
+        _, last = _bounds(self._settings.js(), self._settings.stream)
+        return {self._settings.stream: last}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return _partitions(self._settings, self._seq(start, "start") + 1, self._seq(end, "end") + 1)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_range(self._settings, self._schema, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: no server-side state is kept for a read (the checkpoint is the state)."""
+
