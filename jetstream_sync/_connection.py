@@ -163,22 +163,7 @@ class Connection:
             await nc.close()
         except Exception:  # pragma: no cover - half-open connection; the loop stops next anyway
             pass
-        # An authorization failure is what the user needs to hear about, not
-        # the connection reset that follows it.
-        refused = [exc for exc in failures if is_auth_failure(exc)]
-        if refused:
-            reason = str(refused[-1]).removeprefix("nats: ").strip("'") or "authorization violation"
-            raise errors.AuthorizationError(
-                f"{reason}: {redact_urls(servers)} refused this connection's credentials "
-                f"(user/password, token, nkey or JWT); not retrying") from refused[-1]
-        last = failures[-1]
-        hint = ""
-        if options.get("tls") is not None and isinstance(last, (BrokenPipeError, ConnectionResetError)):
-            # With TLS the server hangs up mid-handshake when it refuses us, most
-            # often for a missing or untrusted client certificate.
-            hint = " (the server closed the connection during the TLS handshake: check the client certificate)"
-        raise errors.NoServersError(f"could not connect to any server of {redact_urls(servers)}: "
-                                    f"{redact_text(repr(last), servers)}{hint}") from last
+        raise _connect_failure(failures, servers, options)
 
     # -- connection events (loop thread) ---------------------------------------
 
@@ -489,6 +474,30 @@ class Connection:
                     on_events = threading.current_thread().name.startswith("jetstream-sync-events")
                     self._events.shutdown(wait=not on_events)
             self._finalizer.detach()
+
+def _connect_failure(failures: list[BaseException], servers: list[str], options: Mapping[str, Any]) -> BaseException:
+    """What to raise when every server of a first connect failed (credentials masked)."""
+    # An authorization failure is what the user needs to hear about, not
+    # the connection reset that follows it.
+    refused = [exc for exc in failures if is_auth_failure(exc)]
+    if refused:
+        reason = str(refused[-1]).removeprefix("nats: ").strip("'") or "authorization violation"
+        exc: BaseException = errors.AuthorizationError(
+            f"{reason}: {redact_urls(servers)} refused this connection's credentials "
+            f"(user/password, token, nkey or JWT); not retrying")
+        exc.__cause__ = refused[-1]
+        return exc
+    last = failures[-1]
+    hint = ""
+    if options.get("tls") is not None and isinstance(last, (BrokenPipeError, ConnectionResetError)):
+        # With TLS the server hangs up mid-handshake when it refuses us, most
+        # often for a missing or untrusted client certificate.
+        hint = " (the server closed the connection during the TLS handshake: check the client certificate)"
+    exc = errors.NoServersError(f"could not connect to any server of {redact_urls(servers)}: "
+                                f"{redact_text(repr(last), servers)}{hint}")
+    exc.__cause__ = last
+    return exc
+
 
 def raw_credentials(text: str) -> Any:
     """A creds file's content (JWT and seed) as nats-py's ``user_credentials`` takes it, no file needed."""

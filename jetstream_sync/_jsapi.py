@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from . import errors
 from ._headers import Headers, decode_headers
@@ -21,8 +21,7 @@ from ._retry import RetryPolicy
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
-if TYPE_CHECKING:
-    from ._connection import Connection
+from ._connection import Connection, Listener
 
 __all__ = ["JsApi"]
 
@@ -32,6 +31,40 @@ log = logging.getLogger(__name__)
 # carries them as fields, so they are removed from its headers.
 _DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
                    "Nats-Last-Sequence")
+
+
+class _Refused(Listener):
+    """Ends a request at once when the server refuses its publish or its reply inbox (loop thread)."""
+
+    def __init__(self, fut: asyncio.Future, *subjects: str) -> None:
+        self._fut = fut
+        self._watched = {s.lower(): s for s in subjects}  # nats-py lower-cases the -ERR text
+
+    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
+        if subject in self._watched and not self._fut.done():
+            spelled = getattr(error, "spelled", None)
+            self._fut.set_exception(spelled(self._watched[subject]) if spelled is not None else error)
+
+
+async def _message_reply(client: Connection, subject: str, body: bytes, timeout: float) -> tuple[bytes, bytes]:
+    """(loop thread) Send one request whose reply is a message; its payload and raw header block."""
+    fut: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def on_reply(_subject: bytes, _reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
+        if not fut.done():
+            fut.set_result((data, raw_headers or b""))
+
+    inbox = client.new_inbox()
+    listener = _Refused(fut, subject, inbox)
+    client.add_listener(listener)
+    sub = await client.subscribe_raw(inbox, on_reply)
+    try:
+        # The SUB above sits in the same outbound buffer, ahead of this PUB.
+        client.write_now(pub_command(subject, sub.subject, body, b""))
+        return await asyncio.wait_for(fut, timeout)
+    finally:
+        client.remove_listener(listener)
+        await client.unsubscribe_raw(sub)
 
 
 def _not_enabled(subject: str) -> errors.JetStreamNotEnabledError:
@@ -165,46 +198,13 @@ class JsApi:
         body = _body(payload)
         client = self._conn
 
-        async def go() -> tuple[bytes, bytes]:
-            fut: asyncio.Future = asyncio.get_running_loop().create_future()
-
-            def on_reply(_subject: bytes, _reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
-                if not fut.done():
-                    fut.set_result((data, raw_headers or b""))
-
-            inbox = client.new_inbox()
-            watched = {subject.lower(): subject, inbox.lower(): inbox}
-
-            class _Denied:  # a refused publish or inbox ends this request at once
-                def on_permission_denied(self, denied: str, error: BaseException) -> None:
-                    if denied in watched and not fut.done():
-                        spelled = getattr(error, "spelled", None)
-                        fut.set_exception(spelled(watched[denied]) if spelled is not None else error)
-
-                def on_disconnected(self) -> None: ...
-
-                def on_reconnected(self) -> None: ...
-
-                def on_closed(self) -> None: ...
-
-            listener = _Denied()
-            client.add_listener(listener)  # type: ignore[arg-type]
-            sub = await client.subscribe_raw(inbox, on_reply)
-            try:
-                # The SUB above sits in the same outbound buffer, ahead of this PUB.
-                client.write_now(pub_command(subject, sub.subject, body, b""))
-                return await asyncio.wait_for(fut, t)
-            finally:
-                client.remove_listener(listener)  # type: ignore[arg-type]
-                await client.unsubscribe_raw(sub)
-
         attempt = 0
 
         def once() -> tuple[bytes, Headers | None]:
             nonlocal attempt
             attempt += 1
             try:
-                data, raw = client.call(go(), t)
+                data, raw = client.call(_message_reply(client, subject, body, t), t)
             except errors.TimeoutError as exc:
                 raise self.timed_out(subject, t, attempt, True) from exc
             hdrs = decode_headers(raw) if raw else None

@@ -1,4 +1,4 @@
-# jetstream_sync.spark: moving data between JetStream and Spark DataFrames (SPEC section 7).
+# jetstream_sync.spark: moving data between JetStream and Spark DataFrames (docs/spark.md).
 #
 # Rule 1: importing this package must work without pyspark: pyspark is imported
 #         lazily, and the data source (datasource with its _reads and _writes, the
