@@ -284,13 +284,11 @@ class TestKeyboardInterrupt:
     @pytest.mark.timeout(30)
     def test_ctrl_c_during_consumer_next_returns_within_a_second_and_the_client_stays_usable(self, js,
                                                                                              empty_consumer):
-        timer = interrupt_main_after(0.3)
         t0 = time.monotonic()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                empty_consumer.next(timeout=30)
-        finally:
-            timer.cancel()
+        with pytest.raises(KeyboardInterrupt):  # the timer starts inside: its interrupt cannot escape the test
+            timer = interrupt_main_after(0.3)
+            empty_consumer.next(timeout=30)
+        timer.cancel()
         assert time.monotonic() - t0 < 0.3 + 1.0
         assert js.account_info().streams >= 1
         assert js.publish(f"{empty_consumer.stream_name}.after", b"after ctrl-c").seq == 1
@@ -303,12 +301,10 @@ class TestKeyboardInterrupt:
         # The interrupted pull must be abandoned (its inbox unsubscribed):
         # otherwise the server hands the next message to a dead request and
         # it sits unacknowledged for ack_wait (30 s).
-        timer = interrupt_main_after(0.3)
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                empty_consumer.next(timeout=30)
-        finally:
-            timer.cancel()
+        with pytest.raises(KeyboardInterrupt):
+            timer = interrupt_main_after(0.3)
+            empty_consumer.next(timeout=30)
+        timer.cancel()
         wait_for(lambda: empty_consumer.info().num_waiting == 0, timeout=3,
                  what="the interrupted pull request to be withdrawn")
         js.publish(f"{empty_consumer.stream_name}.after", b"after ctrl-c")
@@ -320,13 +316,11 @@ class TestKeyboardInterrupt:
     def test_ctrl_c_during_a_request_nobody_answers_returns_within_a_second(self, client, peer):
         subject = unique("silent")
         peer.subscribe(subject, cb=_never_answer)
-        timer = interrupt_main_after(0.3)
         t0 = time.monotonic()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                client.request(subject, b"hello?", timeout=30)
-        finally:
-            timer.cancel()
+        with pytest.raises(KeyboardInterrupt):
+            timer = interrupt_main_after(0.3)
+            client.request(subject, b"hello?", timeout=30)
+        timer.cancel()
         assert time.monotonic() - t0 < 0.3 + 1.0
         client.flush()
         client.jetstream().account_info()

@@ -128,7 +128,7 @@ def test_a_handler_exception_naks_the_message_reports_it_and_consumption_goes_on
         assert sorted(rec.seqs) == list(range(1, 11))
         assert rec.errors == [boom]
         assert handle.stats.handler_errors == 1
-        assert handle.stats.handled == 10
+        wait_for(lambda: handle.stats.handled == 10, 5, what="the last handler to be counted")  # after it returns
         assert not handle.closed and handle.error is None
         wait_for(lambda: consumer.info().num_ack_pending == 0, 5, what="every message acked")
     finally:

@@ -179,12 +179,10 @@ class TestRun:
 
         timer = threading.Timer(0.3, _thread.interrupt_main)
         t0 = time.monotonic()
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                lt.run(hangs(), None)
-        finally:
-            timer.cancel()
+        with pytest.raises(KeyboardInterrupt):  # started inside: its interrupt cannot escape the test
+            timer.start()
+            lt.run(hangs(), None)
+        timer.cancel()
         assert time.monotonic() - t0 < 0.3 + 1.0
         assert cancelled.wait(2), "the interrupted coroutine was not cancelled"
         assert lt.run(_sleep_then(0, "still usable"), 5.0) == "still usable"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _thread
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -244,8 +245,19 @@ def test_iteration_is_interruptible_with_ctrl_c_and_the_client_stays_usable(js, 
     msgs = consumer.messages()
     sent = []
 
+    def main_waits_in_next() -> bool:
+        # Interrupt only once the main thread waits inside the stream: an interrupt that lands earlier
+        # (still in Thread.start(), say, on a loaded machine) would escape the test.
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        while frame is not None:
+            if frame.f_code.co_name == "_next" and "consume" in frame.f_code.co_filename:
+                return True
+            frame = frame.f_back
+        return False
+
     def interrupt():
         wait_for(lambda: consumer.info().num_waiting >= 1, 5, what="the pull request to wait on the server")
+        wait_for(main_waits_in_next, 5, what="the main thread to wait in the stream")
         sent.append(time.monotonic())
         _thread.interrupt_main()
 
