@@ -252,7 +252,8 @@ class PushEngine:
         # Room is checked first and taken last: only this thread adds to the counts, readers only
         # take away, so what was free here is still free below.
         ledger = self._ledger
-        if ledger.full(size):
+        # ledger.full(size), inlined: once per message
+        if ledger.buffered_msgs >= ledger.msgs_limit or ledger.buffered_bytes + size > ledger.bytes_limit:
             self._full(reply)
             return
         is_js = reply.startswith(ACK_PREFIX)
