@@ -1,31 +1,30 @@
 # Charter: run real nats-server processes (one server or a small cluster) on
 # loopback for tests, examples and notebooks: find the binary, start it, wait
 # for readiness by observing state, stop/kill/restart it, clean up after it.
-# Must import NOTHING else from jetstream_sync (stdlib only), so it can be
-# used to test the client without importing the client, and must never bind
-# anything but a loopback address.
+# Must import NOTHING else from jetstream_sync (stdlib only) but its own
+# operating-system helpers (_server_os), so it can be used to test the client
+# without importing the client, and must never bind anything but a loopback
+# address.
 from __future__ import annotations
 
-import concurrent.futures
-import ctypes
 import ipaddress
 import json
 import os
-import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import weakref
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
+
+from ._server_os import (
+    Spawner, can_connect, free_ports, http_get, port_of, read_from, read_ports, tail,
+)
 
 __all__ = [
     "NatsCluster",
@@ -116,59 +115,6 @@ def _hostport(host: str, port: int) -> str:
 # The server gets a session of its own: a SIGINT aimed at the parent's process
 # group (interrupting a Jupyter kernel, Ctrl-C in a terminal) must not stop it;
 # the parent stops it (context manager, stop(), atexit) or PDEATHSIG does.
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _pdeathsig_preexec() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        # Resolved before fork: the child must only make the call, because
-        # symbol lookup could take locks that another thread held at fork.
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    sigkill = int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigkill)
-        if os.getppid() != parent:  # parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
-
-
-class _Spawner:
-    _lock = threading.Lock()
-    _jobs: "queue.SimpleQueue[tuple[Any, Any, concurrent.futures.Future]] | None" = None
-
-    @classmethod
-    def popen(cls, argv: list[str], **kwargs: Any) -> subprocess.Popen:
-        preexec = _pdeathsig_preexec()
-        if preexec is None:
-            return subprocess.Popen(argv, start_new_session=True, **kwargs)
-        kwargs.update(preexec_fn=preexec, start_new_session=True)
-        with cls._lock:
-            if cls._jobs is None:
-                cls._jobs = queue.SimpleQueue()
-                threading.Thread(
-                    target=cls._run, args=(cls._jobs,), name="nats-server-spawner", daemon=True
-                ).start()
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        cls._jobs.put((argv, kwargs, done))
-        return done.result()
-
-    @staticmethod
-    def _run(jobs: "queue.SimpleQueue") -> None:
-        while True:
-            argv, kwargs, done = jobs.get()
-            try:
-                done.set_result(subprocess.Popen(argv, **kwargs))
-            except BaseException as exc:  # handed to the caller, not swallowed
-                done.set_exception(exc)
-
 
 class _Resources:
     """What the finalizer must clean up; deliberately holds no NatsServer."""
@@ -309,7 +255,7 @@ class NatsServer:
     def log_tail(self, n: int = 50) -> str:
         """Last ``n`` lines of the log (all runs since start). Never raises for
         a missing log; returns ''."""
-        return _tail(self.log_path, n)
+        return tail(self.log_path, n)
 
     # -- lifecycle ----------------------------------------------------------
     def start(self) -> "NatsServer":
@@ -423,7 +369,7 @@ class NatsServer:
         offset = log.stat().st_size if log.exists() else 0
         # stderr gets what happens before logging is set up (bad flags/config).
         with open(rt / "nats-server.stderr", "ab") as err:
-            proc = _Spawner.popen(
+            proc = Spawner.popen(
                 self._argv(), stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT
             )
         self._res.proc = proc
@@ -439,7 +385,7 @@ class NatsServer:
         ports_dir = self._runtime / "ports"  # type: ignore[operator]
         ports: dict | None = None
         while True:
-            new_log = _read_from(self.log_path, offset)
+            new_log = read_from(self.log_path, offset)
             if proc.poll() is not None:
                 why = f"nats-server exited with code {proc.returncode} during startup"
                 if _BIND_FAILED in new_log:
@@ -447,13 +393,13 @@ class NatsServer:
                 raise RuntimeError(f"{why}{self._diagnostics()}")
             if ports is None:
                 for ports_file in ports_dir.glob(f"*_{proc.pid}.ports"):
-                    ports = _read_ports(ports_file)
+                    ports = read_ports(ports_file)
             if ports is not None and _READY_LINE in new_log:
-                port = _port_of(ports["nats"][0])
-                if _can_connect(self.host, port):
+                port = port_of(ports["nats"][0])
+                if can_connect(self.host, port):
                     self._port = port
                     if self.monitor and ports.get("monitoring"):
-                        self._monitor_port = _port_of(ports["monitoring"][0])
+                        self._monitor_port = port_of(ports["monitoring"][0])
                     return
             if time.monotonic() >= deadline:
                 raise RuntimeError(
@@ -463,78 +409,8 @@ class NatsServer:
 
     def _diagnostics(self) -> str:
         out = f"\n--- log tail ({self.log_path}) ---\n{self.log_tail(30)}"
-        err = _tail(self._runtime / "nats-server.stderr" if self._runtime else None, 10)
+        err = tail(self._runtime / "nats-server.stderr" if self._runtime else None, 10)
         return out + (f"\n--- stderr ---\n{err}" if err.strip() else "")
-
-
-def _tail(path: Path | None, n: int) -> str:
-    if path is None:
-        return ""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n:])
-
-
-def _read_from(path: Path | None, offset: int) -> str:
-    if path is None:
-        return ""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _read_ports(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):  # absent or half-written
-        return None
-    return data if isinstance(data, dict) and data.get("nats") else None
-
-
-def _port_of(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].rstrip("/"))
-
-
-def _can_connect(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def _free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    # Held open together so the n ports are distinct; small race after close
-    # is accepted (start() retries a busy fixed port until startup_timeout).
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-# No proxies: monitoring is always on loopback and HTTP(S)_PROXY must not apply.
-_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _http_get(url: str) -> tuple[int, bytes]:
-    try:
-        with _HTTP.open(url, timeout=2.0) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-    except (OSError, urllib.error.URLError) as exc:
-        return 0, str(exc).encode()
 
 
 class NatsCluster:
@@ -591,8 +467,8 @@ class NatsCluster:
         self._base = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         # Registered before the nodes' finalizers so it runs after them at exit.
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._base, True)
-        client_ports = _free_ports(self.size)
-        route_ports = _free_ports(self.size)
+        client_ports = free_ports(self.size)
+        route_ports = free_ports(self.size)
         try:
             for i in range(self.size):
                 store = self._base / f"n{i}"
@@ -656,11 +532,11 @@ class NatsCluster:
             return False, ["no node is running"]
         ok, report, leaders = True, [], set()
         for node in running:
-            status, body = _http_get(node.monitor_url + "/healthz")
+            status, body = http_get(node.monitor_url + "/healthz")
             report.append(f"{node.name} healthz: {status} {body[:200]!r}")
             ok = ok and status == 200
             if self.jetstream and self.size > 1:
-                status, body = _http_get(node.monitor_url + "/jsz")
+                status, body = http_get(node.monitor_url + "/jsz")
                 leader = ""
                 if status == 200:
                     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jetstream_sync.server import _free_ports
+from jetstream_sync._server_os import free_ports as _free_ports
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
