@@ -57,6 +57,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Create, inspect and delete consumers; pull messages with `next`.")
     cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
 
+    _register_add_ls_info(cmds, common)
+    _register_next_sub_events_rm(cmds, common)
+
+
+def _register_add_ls_info(cmds: Any, common: argparse.ArgumentParser) -> None:
     add = cmds.add_parser("add", parents=[common], help="create a consumer",
                           description="Create a consumer: a pull consumer, or with --target a push consumer "
                                       "delivering to that subject. NAME makes it durable; with --ephemeral the "
@@ -82,6 +87,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     info.set_defaults(handler=cmd_info)
 
     # --timeout is the request timeout here too (lookups, acks); how long the pull waits is --wait.
+
+
+def _register_next_sub_events_rm(cmds: Any, common: argparse.ArgumentParser) -> None:
     nxt = cmds.add_parser("next", parents=[common], help="pull messages",
                           description="Pull up to --count messages with one request, print them and ack "
                                       "them (unless --no-ack). Exit 3 when none arrives within --wait.")

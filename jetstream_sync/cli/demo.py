@@ -83,32 +83,8 @@ def demo(server_url: str | None, count: int, *, progress: bool | None = None,
             print(f"republished order-0: duplicate={dup.duplicate} (deduplicated by Nats-Msg-Id)")
 
             consumer = stream.create_consumer(durable_name="billing", ack_policy="explicit")
-            total = 0
-            for _ in range(3):
-                batch = consumer.fetch(max_messages=10, expires=2.0)
-                for msg in batch:
-                    order = json.loads(msg.data)
-                    total += order["amount"]
-                    msg.ack()
-            one = consumer.next(timeout=2.0)
-            md = one.metadata
-            print(f"next(): order {json.loads(one.data)['order']} stream seq {md.sequence.stream}, "
-                  f"delivered {md.num_delivered}x, {md.num_pending} pending")
-            one.double_ack()
-            print(f"billed 31 orders, total amount {total + json.loads(one.data)['amount']}")
-
-            info = stream.info()
-            cinfo = consumer.info()
-            _print("stream messages", info.state.messages)
-            _print("stream bytes", info.state.bytes)
-            _print("stream first..last seq", f"{info.state.first_seq}..{info.state.last_seq}")
-            _print("consumer delivered", cinfo.delivered.stream_seq)
-            _print("consumer ack floor", cinfo.ack_floor.stream_seq)
-            _print("consumer pending", cinfo.num_pending)
-            _print("consumer ack pending", cinfo.num_ack_pending)
-            last_paid = stream.get_last_msg("ORDERS.paid")
-            _print("last paid order", f"seq {last_paid.seq}: {last_paid.data.decode()}")
-            _print("streams on the server", ", ".join(js.stream_names()))
+            _bill(consumer)
+            _report(js, stream, consumer)
             js.delete_stream("ORDERS")
         print("closed the client")
     finally:
@@ -116,6 +92,39 @@ def demo(server_url: str | None, count: int, *, progress: bool | None = None,
             embedded.stop()
             print("stopped the embedded nats-server")
     return 0
+
+
+def _bill(consumer: Any) -> None:
+    """Read 31 orders back: three fetches of 10, then one next() with its ack confirmed."""
+    total = 0
+    for _ in range(3):
+        batch = consumer.fetch(max_messages=10, expires=2.0)
+        for msg in batch:
+            order = json.loads(msg.data)
+            total += order["amount"]
+            msg.ack()
+    one = consumer.next(timeout=2.0)
+    md = one.metadata
+    print(f"next(): order {json.loads(one.data)['order']} stream seq {md.sequence.stream}, "
+          f"delivered {md.num_delivered}x, {md.num_pending} pending")
+    one.double_ack()
+    print(f"billed 31 orders, total amount {total + json.loads(one.data)['amount']}")
+
+
+def _report(js: Any, stream: Any, consumer: Any) -> None:
+    """Print what the server now says of the stream and the consumer."""
+    info = stream.info()
+    cinfo = consumer.info()
+    _print("stream messages", info.state.messages)
+    _print("stream bytes", info.state.bytes)
+    _print("stream first..last seq", f"{info.state.first_seq}..{info.state.last_seq}")
+    _print("consumer delivered", cinfo.delivered.stream_seq)
+    _print("consumer ack floor", cinfo.ack_floor.stream_seq)
+    _print("consumer pending", cinfo.num_pending)
+    _print("consumer ack pending", cinfo.num_ack_pending)
+    last_paid = stream.get_last_msg("ORDERS.paid")
+    _print("last paid order", f"seq {last_paid.seq}: {last_paid.data.decode()}")
+    _print("streams on the server", ", ".join(js.stream_names()))
 
 
 def _publish_orders(js: jss.JetStream, count: int, progress: bool | None) -> int:

@@ -51,6 +51,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Create, inspect, change and delete streams; read and delete messages.")
     cmds = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", required=True)
 
+    _register_add_ls_info(cmds, common)
+    _register_edit_cp_purge(cmds, common)
+    _register_rmm_get_rm(cmds, common)
+
+
+def _register_add_ls_info(cmds: Any, common: argparse.ArgumentParser) -> None:
     add = cmds.add_parser("add", parents=[common], help="create a stream",
                           description="Create a stream from flags and/or a JSON config file. Creating a stream "
                                       "that exists with the same config succeeds; with another config it fails.")
@@ -69,6 +75,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     info.add_argument("stream", metavar="NAME", help="the stream to show")
     info.set_defaults(handler=cmd_info)
 
+
+def _register_edit_cp_purge(cmds: Any, common: argparse.ArgumentParser) -> None:
     edit = cmds.add_parser("edit", parents=[common], help="change a stream's config",
                            description="Change only the fields given; everything else is kept as the server has it. "
                                        "On a terminal, shows the changes (old -> new) and asks first; -f changes "
@@ -99,6 +107,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     force_flag(purge)
     purge.set_defaults(handler=cmd_purge)
 
+
+def _register_rmm_get_rm(cmds: Any, common: argparse.ArgumentParser) -> None:
     rmm = cmds.add_parser("rmm", parents=[common], help="delete one message")
     rmm.add_argument("stream", metavar="NAME", help="the stream holding the message")
     rmm.add_argument("seq", metavar="SEQ", type=int_at_least(1), help="the message's stream sequence")

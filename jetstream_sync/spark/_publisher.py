@@ -332,6 +332,32 @@ def _task_partition_id() -> int:
     return ctx.partitionId()
 
 
+def _column_getter(first: Any) -> tuple[Any, set[str]]:
+    """For rows shaped like ``first`` (a mapping, a pyspark Row or a named tuple): a function giving, for
+    a column name, a reader of that column (None for a column the rows lack), and the column names."""
+    if isinstance(first, Mapping):
+        columns = set(first.keys())
+
+        def by_name(name: str | None) -> Any:
+            if name is None or name not in columns:
+                return None
+            return lambda row: row.get(name)
+
+        return by_name, columns
+    fields = getattr(first, "__fields__", None) or getattr(first, "_fields", None)
+    if fields is None:
+        raise TypeError(f"rows must be pyspark Rows, named tuples or mappings, got {type(first).__name__}")
+    positions = {name: i for i, name in enumerate(fields)}
+
+    def by_position(name: str | None) -> Any:
+        if name is None or name not in positions:
+            return None
+        i = positions[name]
+        return lambda row: row[i]
+
+    return by_position, set(positions)
+
+
 class _Run:
     """One partition being published: row decoding, the in-flight window, PubAck checks."""
 
@@ -416,26 +442,7 @@ class _Run:
     def _decoder(self, first: Any) -> Any:
         """Build a row decoder from the first row's columns (a partition shares one schema)."""
         pub = self.pub
-        if isinstance(first, Mapping):
-            columns = set(first.keys())
-
-            def getter(name: str | None) -> Any:
-                if name is None or name not in columns:
-                    return None
-                return lambda row: row.get(name)
-        else:
-            fields = getattr(first, "__fields__", None) or getattr(first, "_fields", None)
-            if fields is None:
-                raise TypeError(f"rows must be pyspark Rows, named tuples or mappings, got {type(first).__name__}")
-            positions = {name: i for i, name in enumerate(fields)}
-            columns = set(positions)
-
-            def getter(name: str | None) -> Any:
-                if name is None or name not in columns:
-                    return None
-                i = positions[name]
-                return lambda row: row[i]
-
+        getter, columns = _column_getter(first)
         shown = ", ".join(sorted(columns))
         get_data = getter(pub.data_column)
         if get_data is None:
