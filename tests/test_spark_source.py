@@ -13,7 +13,8 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
-from jetstream_sync.server import NatsServer, _free_ports
+from jetstream_sync._server_os import free_ports as _free_ports
+from jetstream_sync.server import NatsServer
 from jetstream_sync.spark import derived_write_id
 from jetstream_sync.spark.datasource import (
     READ_SCHEMA,
