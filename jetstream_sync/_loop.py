@@ -284,6 +284,10 @@ class Outbox:
         Raises ClientClosedError when the loop is closed.
         """
         self._items.append(item)
+        # Read without the lock first: a flush clears the flag before it takes the items, so an
+        # item appended before this read is either taken by that flush or sees the flag cleared.
+        if self._scheduled:
+            return
         with self._lock:
             if self._scheduled:
                 return

@@ -222,6 +222,18 @@ def parse_ack_subject(reply: str | bytes) -> AckFields:
         raise ValueError(f"not a JetStream ack subject (non-numeric field): {reply!r}") from None
 
 
+
+def wire_consumer_seq(reply: bytes) -> int:
+    """The consumer sequence of an ack subject as it comes off the wire, read without parsing the
+    rest: the one number the loop thread checks on every pushed message. The same value as
+    ``parse_ack_subject(reply)[ACK_CONSUMER_SEQ]`` for every format, at a third of its cost for the
+    9- and 11-token forms, whose consumer sequence is the third token from the end. Raises ``ValueError``
+    when it is not a number (the caller has checked the ``$JS.ACK.`` prefix)."""
+    dots = reply.count(b".")
+    if dots == 8 or dots == 10:
+        return int(reply.rsplit(b".", 3)[1])
+    return parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+
 # -- status messages -----------------------------------------------------------------------------
 
 

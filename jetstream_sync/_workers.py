@@ -1,25 +1,38 @@
 # A bounded pool of worker threads fed by the loop thread (pika's work pool is the model): the
-# loop submits items without ever blocking, N named threads take them one at a time, and every
-# item taken is announced through ``on_take`` before it is worked on. It knows nothing of NATS,
-# messages or engines: ``consume.ConsumeHandle`` says what taking, working and discarding mean.
+# loop submits items, one or a whole batch at a time, without ever blocking; N named threads take
+# them one at a time from one shared FIFO, and every item taken is announced through ``on_take``
+# before it is worked on. It knows nothing of NATS, messages or engines: ``consume.ConsumeHandle``
+# says what taking, working and discarding mean.
 #
-# Rule 1: ``submit`` (the loop thread's only entry) is a put into a SimpleQueue: it never blocks.
-#         What keeps the queue bounded is the caller's credit, returned through ``on_take``.
-# Rule 2: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
-# Rule 3: shutdown is a flag first, sentinels second, joins with a bound, and a thread never
+# Rule 1: ``submit``/``submit_many`` (the loop thread's entries) append to a deque and wake a
+#         sleeping worker at most once per call: a batch costs one wake, not one per item, and a
+#         busy worker is never woken at all. What keeps the deque bounded is the caller's credit,
+#         returned through ``on_take``.
+# Rule 2: while work is slow (the last item took more than _QUICK_WORK), a worker that takes an item
+#         while more wait and a peer sleeps wakes that peer first, so a batch spreads over the pool
+#         at once and slow handlers never hold back what a sleeping worker could take. While work
+#         is quick, a batch is worked by the worker that was woken (and any a later batch woke):
+#         waking peers to share a quick batch only makes them queue for the interpreter lock.
+#         A sleeping worker also looks at the queue every WAKE_INTERVAL whatever woke it.
+# Rule 3: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
+# Rule 4: shutdown is a flag first, wake-ups second, joins with a bound, and a thread never
 #         joins itself (``work`` may call ``stop()``/``drain()``).
 from __future__ import annotations
 
+import collections
 import queue
 import threading
-from typing import Any, Callable
+from time import perf_counter
+from typing import Any, Callable, Iterable
 
 from ._loop import WAKE_INTERVAL
 
 __all__ = ["WorkerPool"]
 
-#: Wakes a worker to look at the flags again; never given to ``work``.
-_SENTINEL = None
+#: What wakes a sleeping worker to look at the items and the flags again; never given to ``work``.
+_WAKE = None
+#: Work that took less than this (seconds) is quick: no peer is woken to share the queue.
+_QUICK_WORK = 100e-6
 
 
 class WorkerPool:
@@ -36,15 +49,18 @@ class WorkerPool:
     def __init__(self, name: str, workers: int, *, work: Callable[[Any], None], on_take: Callable[[Any], None],
                  discard: Callable[[Any], None], source_done: threading.Event,
                  on_exit: Callable[[], None]) -> None:
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        #: (loop thread, or any) Queue ``item`` for a worker. Never blocks.
-        self.submit: Callable[[Any], None] = self._q.put
+        self._items: collections.deque = collections.deque()
+        self._wake: queue.SimpleQueue = queue.SimpleQueue()
         self._work = work
         self._on_take = on_take
         self._discard = discard
         self._source_done = source_done
         self._on_exit = on_exit
         self._lock = threading.Lock()
+        #: Workers about to wait, or waiting, for a wake-up (changed under ``_lock``, read without it).
+        self._sleeping = 0
+        #: The last item worked took longer than _QUICK_WORK (assumed at first).
+        self._slow = True
         self.stopping = False   # stop(): discard instead of working
         self.draining = False   # drain(): work off the queue, then exit
         self.closed = threading.Event()  # every worker has exited and on_exit has run
@@ -56,9 +72,21 @@ class WorkerPool:
         for t in self._threads:
             t.start()
 
+    def submit(self, item: Any) -> None:
+        """(loop thread, or any) Queue ``item`` for a worker. Never blocks."""
+        self._items.append(item)
+        if self._sleeping:
+            self._wake.put(_WAKE)
+
+    def submit_many(self, items: Iterable[Any]) -> None:
+        """(loop thread, or any) Queue ``items`` in order, waking at most one worker. Never blocks."""
+        self._items.extend(items)
+        if self._sleeping:
+            self._wake.put(_WAKE)
+
     def queued(self) -> int:
-        """Items (and wake-up sentinels) waiting in the queue right now (no I/O; approximate)."""
-        return self._q.qsize()
+        """Items waiting in the queue right now (no I/O; approximate)."""
+        return len(self._items)
 
     def on_worker(self) -> bool:
         """True when called from one of this pool's threads."""
@@ -66,29 +94,58 @@ class WorkerPool:
 
     # -- worker threads ----------------------------------------------------
 
+    def _done(self) -> bool:
+        """Whether a worker that found the queue empty leaves: stopping, or draining with nothing more
+        to come (draining ends only once the source is done: until then an item may still land)."""
+        return self.stopping or (self.draining and self._source_done.is_set() and not self._items)
+
+    def _sleep(self) -> None:
+        """Wait for a wake-up (at most WAKE_INTERVAL). Counted as sleeping *before* the last look at
+        the queue, so a submit either is seen here or sees the sleeper and wakes it: none is missed."""
+        lock = self._lock
+        with lock:
+            self._sleeping += 1
+        try:
+            if not self._items:
+                try:
+                    self._wake.get(timeout=WAKE_INTERVAL)
+                except queue.Empty:
+                    pass
+        finally:
+            with lock:
+                self._sleeping -= 1
+
     def _run(self) -> None:
-        get = self._q.get
+        items = self._items
+        popleft = items.popleft
         on_take = self._on_take
         work = self._work
+        alone = len(self._threads) == 1
         try:
             while True:
                 try:
-                    item = get(timeout=WAKE_INTERVAL)
-                except queue.Empty:
-                    if self.stopping or (self.draining and self._source_done.is_set() and self._q.empty()):
+                    item = popleft()
+                except IndexError:
+                    if self._done():
                         return
+                    self._sleep()
                     continue
-                if item is _SENTINEL:
-                    # Draining ends only once the source is done: until then an item
-                    # still on its way may land in the queue.
-                    if self.stopping or (self._source_done.is_set() and self._q.empty()):
-                        return
+                if alone:
+                    on_take(item)
+                    if self.stopping:
+                        self._discard(item)
+                        continue
+                    work(item)
                     continue
+                if items and self._slow and self._sleeping:
+                    self._wake.put(_WAKE)  # more is waiting, work is slow and a peer sleeps: let it help
                 on_take(item)
                 if self.stopping:
                     self._discard(item)
                     continue
+                started = perf_counter()
                 work(item)
+                self._slow = perf_counter() - started > _QUICK_WORK
         finally:
             with self._lock:
                 self._alive -= 1
@@ -97,28 +154,27 @@ class WorkerPool:
                 self._on_exit()
                 self.closed.set()
             else:
-                # A worker that took another's sentinel while the source was still finishing
-                # exits; wake one that may still wait, so it looks again (a chain: each
-                # leaving worker wakes the next) instead of relying on its get() timeout.
-                self._q.put(_SENTINEL)
+                # Wake one that may still wait, so it looks at the flags now (a chain: each leaving
+                # worker wakes the next) instead of at its next WAKE_INTERVAL.
+                self._wake.put(_WAKE)
 
     def discard_queued(self) -> None:
         """Take every queued item without blocking: ``on_take`` then ``discard`` each (any thread)."""
+        popleft = self._items.popleft
         while True:
             try:
-                item = self._q.get_nowait()
-            except queue.Empty:
+                item = popleft()
+            except IndexError:
                 return
-            if item is not _SENTINEL:
-                self._on_take(item)
-                self._discard(item)
+            self._on_take(item)
+            self._discard(item)
 
     # -- any thread --------------------------------------------------------
 
     def wake_all(self) -> None:
-        """Put one sentinel per worker, so each looks at the flags now."""
+        """Wake every worker, so each looks at the flags now."""
         for _ in self._threads:
-            self._q.put(_SENTINEL)
+            self._wake.put(_WAKE)
 
     def stop(self, wait: bool = True) -> None:
         """Discard what is queued, let each worker finish its current item, then join them.

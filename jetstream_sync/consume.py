@@ -3,11 +3,12 @@
 # keeps the _engine contract (pull, push, both ordered kinds, core subscriptions),
 # built from the _engine.Target a handle made.
 #
-# Rule 1: the loop thread only ever put_nowait()s into our queues (the engine's
-#         sink); credit, returned through engine.taken() as each message is
-#         taken (the pool's on_take), keeps them within max_messages, so a put
-#         never fails and a slow handler stops delivery instead of growing
-#         memory. Nothing here imports an engine.
+# Rule 1: the loop thread only ever appends to our queues (the engine's sink; a
+#         consume hands each run of deliveries to the workers as one batch, one
+#         wake-up); credit, returned through engine.taken() as each message is
+#         taken (the pool's on_take), keeps them within max_messages, so an
+#         append never fails and a slow handler stops delivery instead of
+#         growing memory. Nothing here imports an engine.
 # Rule 2: user code runs on threads we own, never on the loop: handlers on the workers;
 #         error_handler on the worker for a handler's exception and on the handle's one
 #         reporter thread for warnings and the terminal error (out of band: a worker stuck in a
@@ -352,6 +353,9 @@ def _identity(msg: Msg, exc: BaseException) -> tuple:
 
 #: Distinct handler failures remembered per handle as already shown (then the memory starts again).
 _SHOWN_LIMIT = 10_000
+#: Messages handed to the workers at once at most (a long run of deliveries is handed over in parts,
+#: so workers start on the first ones while the loop still reads).
+_BATCH = 256
 
 
 class ConsumeHandle:
@@ -390,7 +394,8 @@ class ConsumeHandle:
                                 on_take=self._on_take, discard=self._discard, source_done=self._engine.halted,
                                 on_exit=self._on_exit)
         self._reporter = _Reporter(f"jetstream-sync-reporter-{target.name}", self._report)
-        self._submit = self._pool.submit
+        self._batch: list[Msg] = []  # delivered since the last hand-over (loop thread)
+        self._call_soon = target.conn.loop_thread.loop.call_soon
         self.error: BaseException | None = None
         self._handled = 0
         self._handler_errors = 0
@@ -405,28 +410,53 @@ class ConsumeHandle:
     # -- loop thread -------------------------------------------------------
 
     def _put(self, item: Any) -> None:
+        if type(item) is Msg and not self._pool.stopping:
+            batch = self._batch
+            batch.append(item)
+            if len(batch) == 1:
+                # One hand-over per run of deliveries (everything the loop delivers before it looks at
+                # its queue again, a whole socket read in practice): one wake for the batch, not one
+                # a message.
+                self._call_soon(self._hand_over)
+            elif len(batch) >= _BATCH:
+                self._hand_over()
+            return
         kind = type(item)
-        if kind is not Msg:
-            if kind is Warning_:
-                self._warnings += 1
-                self._reporter.put(item.error)
-                return
+        if kind is Msg:  # stop() was called: hand it back
+            self._engine.taken(item.size)
+            self._give_back(item)
+        elif kind is Warning_:
+            self._warnings += 1
+            self._reporter.put(item.error)
+        else:
             if item.error is not None:  # Terminal: said now; the workers finish what is buffered first
                 self.error = item.error
                 self._reporter.put(item.error)
-            self._submit(item)
+            self._hand_over()  # the messages before it first
+            self._pool.submit(item)
+
+    def _hand_over(self) -> None:
+        """Give the workers what was delivered since the last hand-over (loop thread)."""
+        batch = self._batch
+        if not batch:
             return
-        if self._pool.stopping:  # stop() was called: hand it back
-            self._engine.taken(item.size)
-            self._give_back(item)
+        self._batch = []
+        if self._pool.stopping:  # stop() came first: none of it reaches a handler
+            self._hand_back_now(batch)
             return
-        if self._cap is not None and self._engine.buffered() > self._cap:
-            # Cannot happen while the credit accounting holds; never grow past the bound.
-            self._engine.taken(item.size)
-            _nak_quietly(item)
-            log.error("jetstream_sync: consume buffer over its limit; handed %s back", item.subject)
-            return
-        self._submit(item)
+        if self._cap is not None:
+            excess = self._engine.buffered() - self._cap
+            if excess > 0:
+                # Cannot happen while the credit accounting holds; never grow past the bound.
+                batch, over = batch[:-excess], batch[-excess:]
+                self._hand_back_now(over)
+                log.error("jetstream_sync: consume buffer over its limit; handed %d messages back", len(over))
+        self._pool.submit_many(batch)
+
+    def _hand_back_now(self, msgs: list[Msg]) -> None:
+        for msg in msgs:
+            self._engine.taken(msg.size)
+            self._give_back(msg)
 
     # -- worker threads (the pool's hooks) ---------------------------------
 

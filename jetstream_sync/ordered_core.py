@@ -19,7 +19,7 @@ import attrs
 
 from . import errors
 from ._engine import Sink, Target, Warning_
-from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject
+from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ, parse_ack_subject, wire_consumer_seq
 from .config import ConsumerConfig, DeliverPolicy
 
 __all__ = ["Movable", "OrderedCore", "create_incarnation", "start_after", "wire_sequences"]
@@ -112,8 +112,8 @@ class OrderedCore:
         self._spawn = spawn if spawn is not None else target.conn.loop_thread.spawn
         self.engine: Movable | None = None
         self._move: Callable[[], Awaitable[None]] | None = None
-        #: The last stream sequence received (buffered or handed over): the next incarnation starts after it.
-        self.cursor = cursor
+        self._cursor = cursor
+        self._last = b""  # the ack subject of the last delivery kept, not yet read into the cursor
         #: The last consumer sequence received from the current incarnation.
         self.consumer_seq = 0
         #: The current incarnation ("" before the first and between two).
@@ -132,15 +132,37 @@ class OrderedCore:
     def admit(self, reply: bytes) -> bool:
         """A delivery with ack subject ``reply``: True keeps it (next in the consumer sequence); out of
         step, it is dropped and a reset asked for. During a reset what arrives is the new incarnation's
-        (the old one's subject was muted first), which may deliver before its create call returned."""
-        seqs = wire_sequences(reply) if reply else None
-        if seqs is None:
+        (the old one's subject was muted first), which may deliver before its create call returned.
+        Only the consumer sequence is read here; the stream sequence of the last one kept is read
+        when the cursor is asked for (once per reset, not once per message)."""
+        if not reply:
             return True
-        if seqs[1] != self.consumer_seq + 1:
+        try:
+            cseq = wire_consumer_seq(reply)
+        except ValueError:
+            return True
+        if cseq != self.consumer_seq + 1:
             self.reset_soon()
             return False
-        self.cursor, self.consumer_seq = seqs
+        self.consumer_seq = cseq
+        self._last = reply
         return True
+
+    @property
+    def cursor(self) -> int:
+        """The last stream sequence received (buffered or handed over): the next incarnation starts after it."""
+        last = self._last
+        if last:
+            seqs = wire_sequences(last)
+            if seqs is not None:
+                self._cursor = seqs[0]
+            self._last = b""
+        return self._cursor
+
+    @cursor.setter
+    def cursor(self, value: int) -> None:
+        self._cursor = value
+        self._last = b""
 
     def lost(self, reason: str, error: BaseException | None) -> bool:
         if reason == "heartbeat":

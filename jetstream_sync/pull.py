@@ -19,6 +19,7 @@ import logging
 import queue
 import threading
 import time
+from time import monotonic as _monotonic
 from typing import Any
 
 from . import errors
@@ -231,44 +232,58 @@ class PullCredit:
     """The credit of a continuous pull (ADR-37), pure bookkeeping with no I/O: messages (or bytes)
     requested from the server and not yet taken by a reader. A new request tops credit back up to
     the limit once it has fallen to the threshold, so what waits locally never exceeds
-    ``max_messages``/``max_bytes``. Thread-safe: the loop thread delivers and requests, readers take."""
+    ``max_messages``/``max_bytes``. Thread-safe: the loop thread alone delivers and requests (the
+    pending and delivered counts are its own, written without a lock), readers take (under the lock)."""
 
-    __slots__ = ("_opts", "_lock", "pending_msgs", "pending_bytes", "buffered_msgs", "buffered_bytes",
-                 "scheduled", "wait_for_empty")
+    __slots__ = ("_opts", "_lock", "pending_msgs", "pending_bytes", "delivered_msgs", "delivered_bytes",
+                 "taken_msgs", "taken_bytes", "scheduled", "wait_for_empty")
 
     def __init__(self, opts: ConsumeOptions) -> None:
         self._opts = opts
-        self._lock = threading.Lock()  # held briefly on both sides
+        self._lock = threading.Lock()  # readers' counts and ``scheduled``
         self.pending_msgs = 0       # requested, not yet delivered (or cancelled by a status)
         self.pending_bytes = 0
-        self.buffered_msgs = 0      # delivered, not yet taken by a reader
-        self.buffered_bytes = 0
+        self.delivered_msgs = 0     # delivered, ever (the loop thread's)
+        self.delivered_bytes = 0
+        self.taken_msgs = 0         # taken by a reader, ever
+        self.taken_bytes = 0
         #: A refill was asked of the loop thread and has not run yet.
         self.scheduled = False
         #: A message did not fit the free bytes: request again only once the buffer is empty.
         self.wait_for_empty = False
 
+    @property
+    def buffered_msgs(self) -> int:
+        """Delivered, not yet taken by a reader."""
+        return self.delivered_msgs - self.taken_msgs
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self.delivered_bytes - self.taken_bytes
+
     def _due(self) -> bool:
         opts = self._opts
         if opts.max_bytes is None:
-            return self.pending_msgs + self.buffered_msgs <= opts.threshold_messages
-        return self.pending_bytes + self.buffered_bytes <= opts.threshold_bytes  # type: ignore[operator]
+            return self.pending_msgs + self.delivered_msgs - self.taken_msgs <= opts.threshold_messages
+        return (self.pending_bytes + self.delivered_bytes - self.taken_bytes  # type: ignore[operator]
+                <= opts.threshold_bytes)
 
     def delivered(self, size: int) -> bool:
-        """A message of ``size`` bytes arrived; True when credit has fallen to the threshold."""
-        with self._lock:
-            self.pending_msgs = max(0, self.pending_msgs - 1)
-            self.pending_bytes = max(0, self.pending_bytes - size)
-            self.buffered_msgs += 1
-            self.buffered_bytes += size
-            return self._due()
+        """(loop thread) A message of ``size`` bytes arrived; True when credit has fallen to the threshold."""
+        pending = self.pending_msgs - 1
+        self.pending_msgs = pending if pending > 0 else 0
+        pending = self.pending_bytes - size
+        self.pending_bytes = pending if pending > 0 else 0
+        self.delivered_msgs += 1
+        self.delivered_bytes += size
+        return self._due()
 
     def taken(self, size: int) -> bool:
         """A reader took a message of ``size`` bytes; True when a refill should be asked for now (due,
         and none asked for yet: the caller then asks once)."""
         with self._lock:
-            self.buffered_msgs -= 1
-            self.buffered_bytes -= size
+            self.taken_msgs += 1
+            self.taken_bytes += size
             if self.scheduled or not self._due():
                 return False
             self.scheduled = True
@@ -449,7 +464,7 @@ class ContinuousPull:
         if d.stopped:
             d.nak_late(reply)
             return
-        d.heartbeat.seen()
+        d.heartbeat.last_seen = _monotonic()  # HeartbeatWatch.seen(), inlined: once per message
         status = status_of(raw_headers, data) if raw_headers and not data else None
         if status is not None:
             self._on_status(*status)

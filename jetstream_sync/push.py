@@ -25,7 +25,8 @@ from ._connection import Connection
 from ._delivery import ACK_PREFIX, Delivery
 from ._engine import ResetHook, Sink, Target, Warning_
 from ._protocol import (
-    ACK_CONSUMER_SEQ, Status, check_count, classify_status, parse_ack_subject, pub_command, status_of,
+    Status, check_count, classify_status, pub_command, status_of,
+    wire_consumer_seq,
 )
 from .config import AckPolicy, ConsumerConfig
 from .message import Msg
@@ -98,37 +99,48 @@ class FlowLedger:
     """The push engine's bookkeeping, pure, with no I/O: the buffer's room (messages and bytes
     delivered, not yet taken) and flow control (ADR-15): a request is answered once readers have
     taken every message delivered before it, and no subject is answered twice. Thread-safe: the
-    loop thread delivers and records requests, readers take."""
+    loop thread alone delivers and records requests (the delivered counts are its own, written
+    without a lock), readers take (under the lock)."""
 
-    __slots__ = ("msgs_limit", "bytes_limit", "_lock", "buffered_msgs", "buffered_bytes", "taken_count", "_waiting",
-                 "_answered")
+    __slots__ = ("msgs_limit", "bytes_limit", "_lock", "delivered_msgs", "delivered_bytes", "taken_count",
+                 "taken_bytes", "_waiting", "_answered")
 
     def __init__(self, msgs_limit: int, bytes_limit: int) -> None:
         self.msgs_limit = msgs_limit
         self.bytes_limit = bytes_limit
         self._lock = threading.Lock()
-        self.buffered_msgs = 0
-        self.buffered_bytes = 0
-        self.taken_count = 0  # messages readers took, ever
+        self.delivered_msgs = 0   # messages delivered, ever (the loop thread's)
+        self.delivered_bytes = 0
+        self.taken_count = 0      # messages readers took, ever
+        self.taken_bytes = 0
         self._waiting: collections.deque[tuple[int, str]] = collections.deque()  # (delivered before it, reply)
         self._answered: collections.deque[str] = collections.deque(maxlen=_REMEMBERED)  # newest last
+
+    @property
+    def buffered_msgs(self) -> int:
+        """Messages delivered, not yet taken."""
+        return self.delivered_msgs - self.taken_count
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self.delivered_bytes - self.taken_bytes
 
     def full(self, size: int) -> bool:
         """Whether a message of ``size`` bytes finds no room. Only the delivering thread adds, readers
         only take away, so what was free here is still free when :meth:`delivered` follows."""
-        return self.buffered_msgs >= self.msgs_limit or self.buffered_bytes + size > self.bytes_limit
+        return (self.delivered_msgs - self.taken_count >= self.msgs_limit
+                or self.delivered_bytes - self.taken_bytes + size > self.bytes_limit)
 
     def delivered(self, size: int) -> None:
-        with self._lock:
-            self.buffered_msgs += 1
-            self.buffered_bytes += size
+        """(the delivering thread only) A message of ``size`` bytes went to the readers."""
+        self.delivered_msgs += 1
+        self.delivered_bytes += size
 
     def taken(self, size: int) -> bool:
         """A reader took a message of ``size`` bytes; True when a waiting flow-control request is due."""
         with self._lock:
-            self.buffered_msgs -= 1
-            self.buffered_bytes -= size
             self.taken_count += 1
+            self.taken_bytes += size
             return bool(self._waiting) and self.taken_count >= self._waiting[0][0]
 
     def requested(self, delivered: int, reply: str) -> bool:
@@ -252,8 +264,9 @@ class PushEngine:
         # Room is checked first and taken last: only this thread adds to the counts, readers only
         # take away, so what was free here is still free below.
         ledger = self._ledger
-        # ledger.full(size), inlined: once per message
-        if ledger.buffered_msgs >= ledger.msgs_limit or ledger.buffered_bytes + size > ledger.bytes_limit:
+        # ledger.full(size) and ledger.delivered(size), inlined: once per message
+        if (ledger.delivered_msgs - ledger.taken_count >= ledger.msgs_limit
+                or ledger.delivered_bytes - ledger.taken_bytes + size > ledger.bytes_limit):
             self._full(reply)
             return
         is_js = reply.startswith(ACK_PREFIX)
@@ -262,12 +275,15 @@ class PushEngine:
                 return
             if opts.gap_check:
                 try:
-                    dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+                    dseq = wire_consumer_seq(reply)
                 except ValueError:
                     pass
                 else:
-                    self._check_sequence(dseq)
-        ledger.delivered(size)
+                    last, self._dseq = self._dseq, dseq  # _check_sequence, inlined: once per message
+                    if last and dseq > last + 1:
+                        self._gap(last, dseq)
+        ledger.delivered_msgs += 1
+        ledger.delivered_bytes += size
         self._overflowing = False
         msg = Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply)
         if is_js:
@@ -281,7 +297,7 @@ class PushEngine:
             self.dropped += 1
         if opts.gap_check and reply.startswith(ACK_PREFIX):
             try:  # it arrived: a drop is counted and said, never also reported as a gap
-                self._dseq = parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+                self._dseq = wire_consumer_seq(reply)
             except ValueError:
                 pass
         if self._hook is not None and reply.startswith(ACK_PREFIX) and self._hook.lost("dropped", None):
@@ -298,11 +314,9 @@ class PushEngine:
     def _hook_seq(self) -> int:
         return getattr(self._hook, "consumer_seq", 0)
 
-    def _check_sequence(self, dseq: int) -> None:
-        last, self._dseq = self._dseq, dseq
-        if last and dseq > last + 1:
-            self._sink(Warning_(errors.MessageGapError(
-                f"{self._target.label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
+    def _gap(self, last: int, dseq: int) -> None:
+        self._sink(Warning_(errors.MessageGapError(
+            f"{self._target.label}: consumer sequence jumped from {last} to {dseq}", last, dseq)))
 
     def _on_status(self, reply: bytes, code: str, hdrs: Any) -> None:
         kind, err = classify_status(code, hdrs.get("Description", ""))

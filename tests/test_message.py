@@ -13,7 +13,9 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
-from jetstream_sync._protocol import ACK_CONSUMER_SEQ, ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS, parse_ack_subject
+from jetstream_sync._protocol import (
+    ACK_CONSUMER_SEQ, ACK_PENDING, ACK_STREAM_SEQ, ACK_TIMESTAMP_NS, parse_ack_subject, wire_consumer_seq,
+)
 from jetstream_sync.message import Msg, SequencePair, parse_metadata
 
 TS_NANOS = 1_700_000_000_123_456_789  # 2023-11-14T22:13:20.123456789Z
@@ -126,6 +128,21 @@ class TestParseAckSubject:
     def test_wire_bytes_that_are_not_an_ack_subject_are_rejected(self, reply):
         with pytest.raises(ValueError):
             parse_ack_subject(reply)
+
+    @pytest.mark.parametrize("reply", [
+        f"$JS.ACK.ORDERS.worker.3.42.7.{TS_NANOS}.5",
+        f"$JS.ACK.hub.ACC.ORDERS.worker.3.42.7.{TS_NANOS}.5",
+        f"$JS.ACK.hub.ACC.ORDERS.worker.3.42.7.{TS_NANOS}.5.r4nd0m",
+        f"$JS.ACK.hub.ACC.ORDERS.worker.3.42.7.{TS_NANOS}.5.r4nd0m.future",
+        f"$JS.ACK.ORDERS.c.1.2.{2 ** 64 - 1}.{TS_NANOS}.0",
+    ], ids=["9-tokens", "11-tokens", "12-tokens", "13-tokens", "huge"])
+    def test_the_loop_threads_consumer_sequence_reader_agrees_with_the_parser(self, reply):
+        assert wire_consumer_seq(reply.encode()) == parse_ack_subject(reply)[ACK_CONSUMER_SEQ]
+
+    @pytest.mark.parametrize("reply", [b"$JS.ACK.S.c.1.2.x.4.0", b"$JS.ACK.h.A.S.c.1.2.x.4.0", b"$JS.ACK.S.c.1"])
+    def test_the_consumer_sequence_reader_rejects_what_is_not_a_number(self, reply):
+        with pytest.raises(ValueError):
+            wire_consumer_seq(reply)
 
     def test_a_message_parses_its_reply_once_and_builds_metadata_from_it(self):
         msg = Msg(None, "orders.new", f"$JS.ACK.ORDERS.worker.3.42.7.{TS_NANOS}.5", b"x")

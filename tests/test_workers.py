@@ -132,3 +132,46 @@ def test_the_last_worker_out_runs_on_exit_once_before_closed(rec):
     assert pool.closed.wait(5)
     assert seen_closed == [False]
     assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("test-pool-"))
+
+
+def test_a_batch_is_worked_in_order_by_a_single_worker(rec):
+    pool = rec.pool(workers=1)
+    pool.start()
+    pool.submit_many(range(100))
+    pool.submit_many(range(100, 200))
+    wait_for(lambda: len(rec.of("work")) == 200, 10, what="200 items worked")
+    assert rec.of("take") == rec.of("work") == list(range(200))
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
+
+
+def test_slow_work_handed_over_as_one_batch_spreads_over_every_worker(rec):
+    rec.gate.clear()  # every item blocks its worker until the gate opens
+    pool = rec.pool(workers=4)
+    pool.start()
+    pool.submit_many(["a", "b", "c", "d", "e"])
+    wait_for(lambda: len(rec.of("work")) == 4, 10, what="four items in hand at once")
+    with rec.lock:
+        threads = {t for w, _, t in rec.events if w == "work"}
+    assert len(threads) == 4  # one batch, four workers: nothing waits behind a blocked handler
+    rec.gate.set()
+    wait_for(lambda: sorted(rec.of("work")) == ["a", "b", "c", "d", "e"], 10, what="all five worked")
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
+
+
+def test_stop_discards_a_batch_nobody_took_yet(rec):
+    rec.gate.clear()
+    pool = rec.pool(workers=1)
+    pool.start()
+    pool.submit("first")
+    wait_for(lambda: rec.of("work") == ["first"], 5, what="the first item in hand")
+    pool.submit_many([1, 2, 3])
+    stopper = threading.Thread(target=pool.stop)
+    stopper.start()
+    wait_for(lambda: rec.of("discard") == [1, 2, 3], 5, what="the batch discarded")
+    rec.gate.set()
+    stopper.join(5)
+    assert not stopper.is_alive() and pool.closed.is_set() and rec.of("work") == ["first"]
