@@ -47,7 +47,7 @@ def lost_consumer_sync(target: Target, err: BaseException) -> BaseException:
 class OneShot(Protocol):
     """What a batch reads of its pull (pull.FetchPull, on the loop thread)."""
 
-    #: Messages, then one ``Terminal``.
+    #: Lists of messages, then one ``Terminal``.
     out: queue.SimpleQueue
     #: Asking whether the consumer is gone: the batch waits for the answer past its own deadline.
     checking: bool
@@ -77,6 +77,7 @@ class MessageBatch:
         self.error: BaseException | None = None
         self._done = False
         self.received = 0
+        self._ready: list[Msg] = []  # taken from the pull, not yet yielded (reversed: pop() is the next)
 
     def __iter__(self) -> Iterator[Msg]:
         return self
@@ -95,6 +96,10 @@ class MessageBatch:
             raise
 
     def _next(self) -> Msg:
+        ready = self._ready
+        if ready:
+            self.received += 1
+            return ready.pop()
         get = self._pull.out.get
         lt = self._pull.conn.loop_thread
         while True:
@@ -112,8 +117,10 @@ class MessageBatch:
             if type(item) is Terminal:
                 self._finish(item.error)
                 raise StopIteration
+            item.reverse()
+            self._ready = ready = item
             self.received += 1
-            return item
+            return ready.pop()
 
     def _finish(self, err: BaseException | None) -> None:
         self._done = True
@@ -133,6 +140,13 @@ class MessageBatch:
         still on the wire) are NAKed, so the server redelivers them at once. Never blocks."""
         if self._done:
             return  # iterated to its end: nothing unread
+        ready, self._ready = self._ready, []
+        for msg in reversed(ready):  # taken from the pull, never yielded
+            try:
+                if not msg.acked and msg.reply.startswith("$JS.ACK."):
+                    msg.nak()
+            except errors.JetStreamError:
+                break  # closed: the server redelivers after ack_wait
         try:
             self._pull.conn.loop_thread.call_soon(self._pull.abandon)
         except errors.ClientClosedError:

@@ -66,7 +66,9 @@ class FetchPull:
         self._target = target
         self._conn = target.conn
         self._opts = opts
+        #: Lists of messages (each run of deliveries the loop read together), then one ``Terminal``.
         self.out: queue.SimpleQueue = queue.SimpleQueue()
+        self._batch: list[Msg] = []  # received since the last hand-over (loop thread)
         self.received = 0
         self.received_bytes = 0
         self._sub: Any = None
@@ -155,10 +157,20 @@ class FetchPull:
         self.received += 1
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         self.received_bytes += size
-        self.out.put(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+        batch = self._batch
+        batch.append(Msg(self._conn, subject.decode(), reply.decode(), data, raw_headers, None, reply))
+        if len(batch) == 1:
+            # One hand-over (one wake of the reader) per run of deliveries, not one per message.
+            self._conn.loop_thread.loop.call_soon(self._hand_over)
         opts = self._opts
         if self.received >= opts.batch or (opts.max_bytes is not None and self.received_bytes >= opts.max_bytes):
             self.end(None)
+
+    def _hand_over(self) -> None:
+        """Give the reader what arrived since the last hand-over (loop thread)."""
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self.out.put(batch)
 
     def _check(self, err: BaseException) -> None:
         """The consumer looks gone: end with what one consumer info request says (loop thread)."""
@@ -185,20 +197,24 @@ class FetchPull:
             # The handler stays a little longer to NAK what was already on the wire.
             self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(self._sub, linger=2.0),
                                          name="jetstream-sync-unsub")
+        self._hand_over()  # the messages before the end first
         self.out.put(Terminal(err))
 
     def abandon(self) -> None:
-        """The reader gave up on the batch (loop thread): NAK what arrived and was not read, then end
-        (if the pull had not ended yet). The end marker stays for the reader."""
+        """The reader gave up on the batch (loop thread): NAK what arrived and was not handed over or
+        not taken by the reader, then end (if the pull had not ended yet). The end marker stays for
+        the reader; what the reader took and did not yield is the reader's to hand back."""
+        self._hand_over()
         ending = None
         while True:
             try:
                 item = self.out.get_nowait()
             except queue.Empty:
                 break
-            if type(item) is Msg:
-                if item.reply.startswith("$JS.ACK."):
-                    self._nak(item.reply.encode())
+            if type(item) is list:
+                for msg in item:
+                    if msg.reply.startswith("$JS.ACK."):
+                        self._nak(msg.reply.encode())
             else:
                 ending = item
         if ending is not None:
