@@ -3,9 +3,10 @@
 # what was written, shut down). The nats-py client itself, adapted, and the translation of its
 # exceptions live in ``_nats``; server URLs and credential files in ``_servers``.
 #
-# Rule 1: with ``_nats``, the only module that imports nats-py (``_nats.translate`` is the only place
-#         nats-py exceptions become ours). Nothing above this module sees a nats-py object: replies
-#         come back as ``Reply`` tuples, subscriptions as opaque handles, inbox messages as raw bytes.
+# Rule 1: with ``_nats`` and its ``_parser``, the only modules that import nats-py
+#         (``_nats.translate`` is the only place nats-py exceptions become ours). Nothing above this
+#         module sees a nats-py object: replies come back as ``Reply`` tuples, subscriptions as
+#         opaque handles, inbox messages as raw bytes.
 # Rule 2: the hot paths (acks, publishes, pulled messages) never pay a blocking loop round trip per
 #         message: writes go through the Outbox (one crossing per batch) and inbox messages reach a
 #         plain callback on the loop thread without nats-py's per-subscription queue and task.

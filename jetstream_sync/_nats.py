@@ -2,8 +2,8 @@
 # subscriptions, requests ended by a permission violation, TLS refused when the server does not offer
 # it, a synchronous write) and ``translate``, the one place nats-py exceptions become ours.
 #
-# Rule 1: with ``_connection``, the only module that imports nats-py; nothing above the connection
-#         sees a nats-py object.
+# Rule 1: with ``_connection`` and the wire-protocol parser ``_parser`` (installed here), the only
+#         modules that import nats-py; nothing above the connection sees a nats-py object.
 # Rule 2: loop thread only; no JetStream semantics.
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import nats.errors
 from nats.aio.client import Client as _NatsClient
 
 from . import errors
+from ._parser import Parser
 
 __all__ = ["Nats", "RawHandler", "TLSNotOfferedError", "is_auth_failure", "permission_error", "translate",
            "translated"]
@@ -124,12 +125,17 @@ class Nats(_NatsClient):
     are handed straight to a plain function on the loop thread, with the raw
     header block (so message sizes are counted exactly as the server counts
     them and multi-valued headers survive), skipping nats-py's Msg object,
-    header parsing, per-subscription queue and task.
+    header parsing, per-subscription queue and task. The parser
+    (``_parser.Parser``) calls the handler as it reads the message;
+    ``_process_msg`` does the same for anything that still reaches it.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._raw_handlers: dict[int, RawHandler] = {}
+        # Hands messages of a raw subscription to their handler itself (Parser's charter); anything
+        # else still comes through _process_msg.
+        self._ps = Parser(self)
         # Requests in flight (task -> subject), so a permission violation the
         # server reports asynchronously ends the request that caused it.
         self._requests: dict[asyncio.Task, str] = {}
