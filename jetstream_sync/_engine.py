@@ -162,8 +162,8 @@ class Engine(Protocol):
     async def start(self) -> None:
         """(loop thread) Subscribe and start delivery. Raises what the connection raises."""
 
-    def taken(self, size: int) -> None:
-        """(any thread) A delivered message of ``size`` bytes left the reader's buffer."""
+    def taken(self, size: int, count: int = 1) -> None:
+        """(any thread) ``count`` delivered messages of ``size`` bytes in all left the reader's buffer."""
 
     def buffered(self) -> int:
         """Messages delivered and not yet taken (no I/O)."""

@@ -1,21 +1,27 @@
 # A bounded pool of worker threads fed by the loop thread (pika's work pool is the model): the
 # loop submits items, one or a whole batch at a time, without ever blocking; N named threads take
-# them one at a time from one shared FIFO, and every item taken is announced through ``on_take``
-# before it is worked on. It knows nothing of NATS, messages or engines: ``consume.ConsumeHandle``
+# them one at a time from one shared FIFO, and every item taken is announced through ``on_take``,
+# in groups (see Rule 2). It knows nothing of NATS, messages or engines: ``consume.ConsumeHandle``
 # says what taking, working and discarding mean.
 #
 # Rule 1: ``submit``/``submit_many`` (the loop thread's entries) append to a deque and wake a
 #         sleeping worker at most once per call: a batch costs one wake, not one per item, and a
 #         busy worker is never woken at all. What keeps the deque bounded is the caller's credit,
 #         returned through ``on_take``.
-# Rule 2: while work is slow (the last item took more than _QUICK_WORK), a worker that takes an item
+# Rule 2: while its work is slow (its last item took more than _QUICK_WORK), a worker announces each
+#         item before working it; while it is quick, in groups: at once when the queue is empty after
+#         its take (a lone message's credit returns before its work starts), else after at most
+#         _ANNOUNCE_EVERY items, and always before it discards anything, sleeps or exits. Credit so
+#         comes back late by at most a group of quick items, never early: one call (one lock) per
+#         group, not per item.
+# Rule 3: while work is slow, a worker that takes an item
 #         while more wait and a peer sleeps wakes that peer first, so a batch spreads over the pool
 #         at once and slow handlers never hold back what a sleeping worker could take. While work
 #         is quick, a batch is worked by the worker that was woken (and any a later batch woke):
 #         waking peers to share a quick batch only makes them queue for the interpreter lock.
 #         A sleeping worker also looks at the queue every WAKE_INTERVAL whatever woke it.
-# Rule 3: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
-# Rule 4: shutdown is a flag first, wake-ups second, joins with a bound, and a thread never
+# Rule 4: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
+# Rule 5: shutdown is a flag first, wake-ups second, joins with a bound, and a thread never
 #         joins itself (``work`` may call ``stop()``/``drain()``).
 from __future__ import annotations
 
@@ -33,12 +39,16 @@ __all__ = ["WorkerPool"]
 _WAKE = None
 #: Work that took less than this (seconds) is quick: no peer is woken to share the queue.
 _QUICK_WORK = 100e-6
+#: A worker announces what it took at least every this many items.
+_ANNOUNCE_EVERY = 16
 
 
 class WorkerPool:
     """``workers`` threads named ``<name>-<i>`` calling ``work(item)`` for each submitted item.
 
-    - ``on_take(item)``: a worker took ``item`` out of the queue (called first, on that worker).
+    - ``on_take(items)``: a worker took ``items`` (a list, in order) out of the queue; called on that
+      worker before it works the last of them while work is slow or the queue ran empty, else within
+      _ANNOUNCE_EVERY items, and always before it discards an item, sleeps or exits.
     - ``work(item)``: the job; exceptions are the caller's to catch (one escaping ends that worker).
     - ``discard(item)``: what ``stop()`` does instead of working an item still queued or taken after it.
     - ``source_done``: set once nothing more will be submitted; draining ends when it is set and the
@@ -121,32 +131,40 @@ class WorkerPool:
         on_take = self._on_take
         work = self._work
         alone = len(self._threads) == 1
+        took: list = []  # taken, not yet announced
+        slow = True  # this worker's last item took more than _QUICK_WORK (assumed at first)
         try:
             while True:
                 try:
                     item = popleft()
                 except IndexError:
+                    if took:
+                        on_take(took)
+                        took = []
                     if self._done():
                         return
                     self._sleep()
                     continue
-                if alone:
-                    on_take(item)
-                    if self.stopping:
-                        self._discard(item)
-                        continue
-                    work(item)
-                    continue
-                if items and self._slow and self._sleeping:
-                    self._wake.put(_WAKE)  # more is waiting, work is slow and a peer sleeps: let it help
-                on_take(item)
+                took.append(item)
+                if slow or not items or len(took) >= _ANNOUNCE_EVERY:
+                    on_take(took)
+                    took = []
                 if self.stopping:
+                    if took:
+                        on_take(took)
+                        took = []
                     self._discard(item)
                     continue
+                if not alone and items and self._slow and self._sleeping:
+                    self._wake.put(_WAKE)  # more is waiting, work is slow and a peer sleeps: let it help
                 started = perf_counter()
                 work(item)
-                self._slow = perf_counter() - started > _QUICK_WORK
+                slow = perf_counter() - started > _QUICK_WORK
+                if not alone:
+                    self._slow = slow
         finally:
+            if took:
+                on_take(took)
             with self._lock:
                 self._alive -= 1
                 last = self._alive == 0
@@ -166,7 +184,7 @@ class WorkerPool:
                 item = popleft()
             except IndexError:
                 return
-            self._on_take(item)
+            self._on_take([item])
             self._discard(item)
 
     # -- any thread --------------------------------------------------------

@@ -395,6 +395,7 @@ class ConsumeHandle:
                                 on_exit=self._on_exit)
         self._reporter = _Reporter(f"jetstream-sync-reporter-{target.name}", self._report)
         self._batch: list[Msg] = []  # delivered since the last hand-over (loop thread)
+        self._end_queued = False  # the Terminal waits in the workers' queue
         self._call_soon = target.conn.loop_thread.loop.call_soon
         self.error: BaseException | None = None
         self._handled = 0
@@ -433,6 +434,7 @@ class ConsumeHandle:
                 self.error = item.error
                 self._reporter.put(item.error)
             self._hand_over()  # the messages before it first
+            self._end_queued = True
             self._pool.submit(item)
 
     def _hand_over(self) -> None:
@@ -460,14 +462,20 @@ class ConsumeHandle:
 
     # -- worker threads (the pool's hooks) ---------------------------------
 
-    def _on_take(self, item: Any) -> None:
-        if type(item) is Msg:
-            self._engine.taken(item.size)  # the one crossing back down: credit spent
+    def _on_take(self, items: list) -> None:
+        count = size = 0
+        for item in items:
+            if type(item) is Msg:
+                count += 1
+                size += item.size
+        if count:
+            self._engine.taken(size, count)  # the one crossing back down: credit spent
 
     def _work(self, item: Any) -> None:
         if type(item) is Msg:
             self._handle(item)
         else:  # Terminal (already reported): nothing more will arrive; finish what is buffered
+            self._end_queued = False
             self._pool.drain()
 
     def _discard(self, item: Any) -> None:
@@ -626,8 +634,12 @@ class ConsumeHandle:
         """A snapshot of the counters (no I/O)."""
         return ConsumeStats(received=self._engine.received, handled=self._handled,
                             handler_errors=self._handler_errors, pulls=self._engine.pulls,
-                            buffered=self._engine.buffered(), warnings=self._warnings,
+                            buffered=self._buffered(), warnings=self._warnings,
                             dropped=self._engine.dropped)
+
+    def _buffered(self) -> int:
+        """Messages received and not yet taken by a worker (no I/O; any thread)."""
+        return max(0, self._pool.queued() - self._end_queued) + len(self._batch)
 
     def _repr_html_(self) -> str:
         """HTML for Jupyter: the state (running/draining/stopped/error) and live counters.

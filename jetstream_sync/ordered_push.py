@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import attrs
 
-from ._engine import Sink, Target, Terminal
+from ._engine import Sink, Target
 from .config import ConsumerConfig
 from .ordered_core import OrderedCore, start_after
 from .push import PushEngine, PushOptions
@@ -37,7 +37,8 @@ class OrderedPush:
         self._sink = sink
         self._named = named
         self._core = OrderedCore(target, sink)
-        self._push = PushEngine(target, opts, self._deliver, hook=self._core)
+        # The sink is the reader's own: nothing stands between the engine and the reader per message.
+        self._push = PushEngine(target, opts, sink, hook=self._core, on_end=self._core.ended)
         self._core.bind(self._push, self._move)
         self.halted = self._push.halted
         self.taken = self._push.taken
@@ -64,11 +65,6 @@ class OrderedPush:
 
     def stop_soon(self) -> None:
         self._push.stop_soon()
-
-    def _deliver(self, item: Any) -> None:
-        if type(item) is Terminal:
-            self._core.ended()
-        self._sink(item)
 
     async def _move(self) -> None:
         """A reset's own step: interest in a new deliver subject first, then the consumer delivering there."""

@@ -294,11 +294,11 @@ class PullCredit:
         self.delivered_bytes += size
         return self._due()
 
-    def taken(self, size: int) -> bool:
-        """A reader took a message of ``size`` bytes; True when a refill should be asked for now (due,
-        and none asked for yet: the caller then asks once)."""
+    def taken(self, size: int, count: int = 1) -> bool:
+        """A reader took ``count`` messages of ``size`` bytes in all; True when a refill should be asked
+        for now (due, and none asked for yet: the caller then asks once)."""
         with self._lock:
-            self.taken_msgs += 1
+            self.taken_msgs += count
             self.taken_bytes += size
             if self.scheduled or not self._due():
                 return False
@@ -592,9 +592,10 @@ class ContinuousPull:
 
     # -- user threads ------------------------------------------------------
 
-    def taken(self, size: int) -> None:
-        """A user thread took one message out of the buffer: free its credit. Never blocks on I/O."""
-        if not self._credit.taken(size) or self._d.stopped:
+    def taken(self, size: int, count: int = 1) -> None:
+        """A user thread took ``count`` messages (``size`` bytes) out of the buffer: free their credit.
+        Never blocks on I/O."""
+        if not self._credit.taken(size, count) or self._d.stopped:
             return
         try:
             self._conn.loop_thread.call_soon(self._check_soon)

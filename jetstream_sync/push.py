@@ -16,7 +16,7 @@ import collections
 import logging
 import threading
 from time import monotonic
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -136,10 +136,11 @@ class FlowLedger:
         self.delivered_msgs += 1
         self.delivered_bytes += size
 
-    def taken(self, size: int) -> bool:
-        """A reader took a message of ``size`` bytes; True when a waiting flow-control request is due."""
+    def taken(self, size: int, count: int = 1) -> bool:
+        """A reader took ``count`` messages of ``size`` bytes in all; True when a waiting flow-control
+        request is due."""
         with self._lock:
-            self.taken_count += 1
+            self.taken_count += count
             self.taken_bytes += size
             return bool(self._waiting) and self.taken_count >= self._waiting[0][0]
 
@@ -184,9 +185,11 @@ class PushEngine:
 
     pulls = 0
 
-    def __init__(self, target: Target, opts: PushOptions, sink: Sink, hook: ResetHook | None = None) -> None:
+    def __init__(self, target: Target, opts: PushOptions, sink: Sink, hook: ResetHook | None = None,
+                 on_end: Callable[[], Any] | None = None) -> None:
         self._target = target
         self._hook = hook
+        self._on_end = on_end  # told once, just before the Terminal (the ordered consumer's clean-up)
         self._subject = opts.deliver_subject
         self._conn = target.conn
         self._opts = opts
@@ -384,6 +387,8 @@ class PushEngine:
 
     def halt(self, err: BaseException | None) -> None:
         """End delivery for good (loop thread): unsubscribe, cancel the alarm, send ``Terminal``. Idempotent."""
+        if self._on_end is not None and not self._d.stopped:
+            self._on_end()
         self._d.end(err)
 
     def reconnected(self) -> None:
@@ -393,9 +398,10 @@ class PushEngine:
 
     # -- any thread ------------------------------------------------------------
 
-    def taken(self, size: int) -> None:
-        """A reader took one message out of its buffer: free its room; answer flow control it reached."""
-        if self._ledger.taken(size):
+    def taken(self, size: int, count: int = 1) -> None:
+        """A reader took ``count`` messages (``size`` bytes) out of its buffer: free their room; answer
+        the flow control they reached."""
+        if self._ledger.taken(size, count):
             try:
                 self._conn.loop_thread.call_soon(self._answer_due)
             except errors.ClientClosedError:

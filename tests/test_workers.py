@@ -1,6 +1,7 @@
 # _workers: the pool that runs consume() handlers. Plain threads, no server: what is taken is announced
-# before it is worked on, stop() discards instead of working and never joins itself, drain() waits for
-# the source to finish, the last worker out runs on_exit once. Its use with a real server is in
+# once, on the worker that took it (a lone item before its work starts, a run of items in groups),
+# stop() discards instead of working and never joins itself, drain() waits for the source to finish,
+# the last worker out runs on_exit once. Its use with a real server is in
 # test_consume.py (slow handlers, stop/drain from a handler, nothing acked that was not handled).
 from __future__ import annotations
 
@@ -37,7 +38,11 @@ class Recorder:
             with self.lock:
                 self.exits += 1
 
-        kw = dict(work=self.work, on_take=lambda i: self.note("take", i), discard=lambda i: self.note("discard", i),
+        def on_take(items: list) -> None:
+            for i in items:
+                self.note("take", i)
+
+        kw = dict(work=self.work, on_take=on_take, discard=lambda i: self.note("discard", i),
                   source_done=self.source_done, on_exit=on_exit)
         kw.update(hooks)
         return WorkerPool("test-pool", workers, **kw)
@@ -52,18 +57,20 @@ def rec():
     return Recorder()
 
 
-def test_each_item_is_announced_on_the_worker_that_takes_it_before_it_is_worked(rec):
+def test_each_item_is_announced_once_on_the_worker_that_takes_it(rec):
     pool = rec.pool(workers=2)
     pool.start()
     for i in range(50):
         pool.submit(i)
-    wait_for(lambda: len(rec.of("work")) == 50, 10, what="50 items worked")
-    for i in range(50):
-        with rec.lock:
-            take = next(n for n, (w, item, _) in enumerate(rec.events) if w == "take" and item == i)
-            work = next(n for n, (w, item, _) in enumerate(rec.events) if w == "work" and item == i)
-            assert take < work and rec.events[take][2] == rec.events[work][2]
-    assert {t for _, _, t in rec.events} <= {"test-pool-0", "test-pool-1"}
+    pool.submit_many(range(50, 200))
+    wait_for(lambda: len(rec.of("work")) == 200, 10, what="200 items worked")
+    wait_for(lambda: len(rec.of("take")) == 200, 10, what="200 items announced")  # the last group as the queue ran dry
+    assert sorted(rec.of("take")) == list(range(200))
+    with rec.lock:
+        took = {item: t for w, item, t in rec.events if w == "take"}
+        worked = {item: t for w, item, t in rec.events if w == "work"}
+    assert took == worked  # announced by the worker that worked it
+    assert set(took.values()) <= {"test-pool-0", "test-pool-1"}
     rec.source_done.set()
     pool.drain()
     assert pool.closed.wait(5) and rec.exits == 1
@@ -175,3 +182,44 @@ def test_stop_discards_a_batch_nobody_took_yet(rec):
     rec.gate.set()
     stopper.join(5)
     assert not stopper.is_alive() and pool.closed.is_set() and rec.of("work") == ["first"]
+
+
+def test_a_lone_item_is_announced_before_its_work_starts(rec):
+    # A lone message's credit must come back while its handler runs (the next pull overlaps it).
+    rec.gate.clear()
+    pool = rec.pool(workers=1)
+    pool.start()
+    pool.submit("only")
+    wait_for(lambda: rec.of("work") == ["only"], 5, what="the item in hand")
+    assert rec.of("take") == ["only"]
+    rec.gate.set()
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
+
+
+def test_slow_work_is_announced_item_by_item_before_it_is_worked(rec):
+    # A slow handler's message gives its credit back before the handler runs (the next pull overlaps it).
+    rec.gate.clear()
+    pool = rec.pool(workers=1)
+    pool.start()
+    pool.submit_many(range(100))
+    wait_for(lambda: rec.of("work") == [0], 5, what="the first item in hand")
+    assert rec.of("take") == [0]
+    rec.gate.set()
+    wait_for(lambda: len(rec.of("take")) == 100, 10, what="all announced")
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
+
+
+def test_quick_work_is_announced_in_groups(rec):
+    calls: list[int] = []
+    pool = rec.pool(workers=1, work=lambda item: None, on_take=lambda items: calls.append(len(items)))
+    pool.submit_many(range(1000))  # queued before the worker starts: the queue runs dry only at the end
+    pool.start()
+    wait_for(lambda: sum(calls) == 1000, 10, what="all announced")
+    assert len(calls) < 100 and max(calls) <= 16  # one call per group of quick items, not per item
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
