@@ -5,8 +5,8 @@
 # says what taking, working and discarding mean.
 #
 # Rule 1: ``submit``/``submit_many`` (the loop thread's entries) append to a deque and wake a
-#         sleeping worker at most once per call: a batch costs one wake, not one per item, and a
-#         busy worker is never woken at all. What keeps the deque bounded is the caller's credit,
+#         sleeping worker at most once per call, and only when no worker is awake or work is slow:
+#         a batch costs one wake, not one per item, and a busy worker is never woken at all. What keeps the deque bounded is the caller's credit,
 #         returned through ``on_take``.
 # Rule 2: while its work is slow (its last item took more than _QUICK_WORK), a worker announces each
 #         item before working it; while it is quick, in groups: at once when the queue is empty after
@@ -85,13 +85,20 @@ class WorkerPool:
     def submit(self, item: Any) -> None:
         """(loop thread, or any) Queue ``item`` for a worker. Never blocks."""
         self._items.append(item)
-        if self._sleeping:
-            self._wake.put(_WAKE)
+        self._wake_one()
 
     def submit_many(self, items: Iterable[Any]) -> None:
         """(loop thread, or any) Queue ``items`` in order, waking at most one worker. Never blocks."""
         self._items.extend(items)
-        if self._sleeping:
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        """After a submit: wake a sleeping worker when every worker sleeps, or when work is slow (a
+        worker that is awake and quick gets to the new items soon; waking another to share them only
+        makes both queue for the interpreter lock). No wake-up is missed: a worker counts itself as
+        sleeping before its last look at the queue."""
+        sleeping = self._sleeping
+        if sleeping and (sleeping >= self._alive or self._slow):
             self._wake.put(_WAKE)
 
     def queued(self) -> int:
