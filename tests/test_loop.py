@@ -1,7 +1,8 @@
 # Charter: unit tests of jetstream_sync._loop without a server: the
 # EventLoopThread bridge (results, exceptions, timeouts + grace, stop failing
-# waiters, the loop-thread guard, Ctrl-C) and the Outbox (order, batching,
-# errors). Everything here runs on a private loop; no NATS involved.
+# waiters, the loop-thread guard, Ctrl-C, the size of socket reads) and the
+# Outbox (order, batching, errors). Everything here runs on a private loop; no
+# NATS involved.
 from __future__ import annotations
 
 import _thread
@@ -9,13 +10,14 @@ import asyncio
 import builtins
 import inspect
 import logging
+import socket
 import threading
 import time
 
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync._loop import BRIDGE_GRACE, EventLoopThread, Outbox
+from jetstream_sync._loop import BRIDGE_GRACE, READ_SIZE, EventLoopThread, Outbox
 
 from conftest import wait_for
 
@@ -282,6 +284,34 @@ class TestStop:
             lt.call_soon(lambda: lt.spawn(fails(), name="jetstream-sync-test-task"))
             wait_for(lambda: "jetstream-sync-test-task" in caplog.text, what="the failure to be logged")
         assert "background failure" in caplog.text
+
+
+# --- socket reads ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(20)
+def test_sockets_on_the_loop_are_read_in_chunks_below_mallocs_mmap_threshold_and_arrive_whole(lt):
+    # A larger read buffer would be mapped and unmapped by malloc on every read off the main thread.
+    assert READ_SIZE < 128 * 1024
+    listener = socket.create_server(("127.0.0.1", 0))
+    payload = bytes(range(256)) * 2000  # 512,000 bytes: several reads
+    try:
+        async def connect():
+            return await asyncio.open_connection(*listener.getsockname())
+
+        reader, writer = lt.run(connect(), 5)
+        peer, _ = listener.accept()
+        with peer:
+            assert writer.transport.max_size == READ_SIZE
+            peer.sendall(payload)
+
+            async def read_all():
+                return await reader.readexactly(len(payload))
+
+            assert lt.run(read_all(), 10) == payload
+        writer.close()
+    finally:
+        listener.close()
 
 
 # --- Outbox --------------------------------------------------------------------
