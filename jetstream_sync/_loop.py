@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 from .errors import ClientClosedError, TimeoutError
 
-__all__ = ["EventLoopThread", "Outbox", "WAKE_INTERVAL", "wait_future"]
+__all__ = ["EventLoopThread", "Outbox", "WAKE_INTERVAL", "Waiter", "wait_future"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,52 @@ def wait_future(fut: concurrent.futures.Future, deadline: float | None, on_timeo
 
 
 builtins_timeout = concurrent.futures.TimeoutError
+
+
+class Waiter:
+    """A reusable wake-up for one blocked user thread, fired by the loop thread with one value.
+
+    Cheaper than a Future on both sides: one lock, held while the waiter is idle. ``fire(value)``
+    stores the value and releases the lock (once per use, any thread); :meth:`wait` acquires it
+    again, so a wait that returned leaves the waiter ready for its next use. After a wait that
+    raised (timeout, interrupt) a ``fire`` may still be on its way: drop that waiter.
+    """
+
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.value: Any = None
+
+    def fire(self, value: Any) -> None:
+        """Hand ``value`` to the waiting thread and wake it. Call once per use."""
+        self.value = value
+        self._lock.release()
+
+    def wait(self, deadline: float | None, on_timeout: Callable[[], BaseException],
+             check: Callable[[], None] | None = None) -> Any:
+        """Block until fired and return the value, at most until ``deadline`` (monotonic; None: no bound).
+
+        Wakes every :data:`WAKE_INTERVAL` (Ctrl-C lands); ``check()`` runs after every slice that
+        ended unfired and may raise to abandon the wait. Raises ``on_timeout()`` at the deadline.
+        """
+        acquire = self._lock.acquire
+        while True:
+            if deadline is None:
+                fired = acquire(True, WAKE_INTERVAL)
+            else:
+                left = deadline - time.monotonic()
+                fired = acquire(True, min(WAKE_INTERVAL, left)) if left > 0 else acquire(False)
+                if not fired and left <= WAKE_INTERVAL:
+                    raise on_timeout()
+            if fired:
+                value = self.value
+                self.value = None
+                return value
+            if check is not None:
+                check()
+
 
 # Bumped in every forked child, so "was this made in another process?" is an
 # int comparison instead of a getpid() system call on every publish and ack.
