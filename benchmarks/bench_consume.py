@@ -1,7 +1,8 @@
 # Charter: consume throughput and one-message latency of jetstream_sync against nats-py asyncio, same
 # server, same process. Messages are published once into memory streams; every case reads all of them
 # through a fresh durable explicit-ack consumer, acks each, and must end with every message received
-# exactly once (by stream sequence) and nothing pending or unacked. Rounds interleaved; public jss API only.
+# exactly once (by stream sequence) and nothing pending or unacked. Rounds interleaved; public jss API only,
+# except the bare loop crossing measured each round (next()'s overhead is counted in crossings).
 """Benchmark JetStream consuming: jetstream_sync versus nats-py asyncio.
 
     .venv/bin/python benchmarks/bench_consume.py                   # 100,000 x 128 B, 3 rounds
@@ -10,9 +11,10 @@
 
 Without ``--server`` an embedded nats-server (``jetstream_sync.server.NatsServer``) is started and
 stopped. Prints msgs/s per throughput case, p50/p99 round trips per latency case (each round and the
-median) and the three ratios the project targets. Exits 1 if a case fails, a message is missed or seen
-twice, or a consumer ends with messages pending or unacked; BELOW a target is not a failure (the
-figures are noisy), only a report.
+median), the three ratios the project targets, the bare thread -> loop -> thread crossing of the run
+and next()'s overhead over the raw one-message pull in crossings (target <= 1.0). Exits 1 if a case
+fails, a message is missed or seen twice, or a consumer ends with messages pending or unacked; BELOW a
+target is not a failure (the figures are noisy), only a report.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ import nats
 import jetstream_sync as jss
 from jetstream_sync.server import NatsServer
 
-from _common import cpu_seconds, fail, load, rotated
+from _common import cpu_seconds, crossing_us, fail, load, overhead_line, rotated
 
 STREAM = "BENCH_CONSUME"
 SUBJECT = "bench.consume"
@@ -69,6 +71,8 @@ TARGETS = (
 )
 #: (label, numerator, denominator, target): p50 ratio, lower is better
 LATENCY_TARGET = ("next() p50         vs raw one-message pull", "jss_next", "nats_raw_next", 1.3)
+#: (label, jss case, nats-py case, target): p50 over nats-py's, in bare loop crossings
+OVERHEAD_TARGET = ("next() overhead    vs raw one-message pull", "jss_next", "nats_raw_next", 1.0)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -415,12 +419,14 @@ class RoundResult:
     p99_us: float = 0.0
 
 
-def run_rounds(bench: Bench) -> dict[str, list[RoundResult]]:
+def run_rounds(bench: Bench) -> tuple[dict[str, list[RoundResult]], list[tuple[float, float]]]:
     """An untimed warm-up on a small stream (inboxes, subscriptions, code paths), then the rounds, the case
-    order rotating each round."""
+    order rotating each round; right after the jss next() case, the bare loop crossing (both forms, us)."""
     for case in bench.cases:
         bench.run_case(case, warmup=True)
+    crossing_us(bench.client, 200)
     results: dict[str, list[RoundResult]] = {c.key: [] for c in bench.cases}
+    crossings = []
     for r in range(bench.args.rounds):
         for case in rotated(bench.cases, r):
             outcome, cpu_us = bench.run_case(case)
@@ -433,7 +439,11 @@ def run_rounds(bench: Bench) -> dict[str, list[RoundResult]]:
                 detail = f"{res.rate:>10,.0f} msgs/s"
             results[case.key].append(res)
             print(f"  round {r + 1}: {case.label:<42} {detail} {cpu_us:>7.1f} us CPU/msg", flush=True)
-    return results
+            if case.key == OVERHEAD_TARGET[1]:  # measured in the scheduling the jss case just ran in
+                crossings.append(crossing_us(bench.client))
+                print(f"  round {r + 1}: bare loop crossing p50 {crossings[-1][0]:.0f} us (lock hand-off "
+                      f"{crossings[-1][1]:.0f} us)", flush=True)
+    return results, crossings
 
 
 # -- report -------------------------------------------------------------------------
@@ -463,7 +473,7 @@ def library_revision() -> str:
     return f" (git {commit}{', modified' if dirty else ''})"
 
 
-def print_table(bench: Bench, results: dict[str, list[RoundResult]]) -> None:
+def print_table(bench: Bench, results: dict[str, list[RoundResult]], crossings: list[tuple[float, float]]) -> None:
     rounds = bench.args.rounds
     rate = {k: statistics.median(x.rate for x in v) for k, v in results.items()}
     p50 = {k: statistics.median(x.p50_us for x in v) for k, v in results.items()}
@@ -490,6 +500,10 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]]) -> None:
         cells = " ".join(f"{f'{x.p50_us:.0f}/{x.p99_us:.0f}':>15}" for x in results[case.key])
         print(f"{case.label:<42} {bench.count_for(case):>8,} {cells} {p50[case.key]:>7.0f} {p99[case.key]:>7.0f} "
               f"{cpu[case.key]:>10.1f}")
+    crossing = (statistics.median(c[0] for c in crossings), statistics.median(c[1] for c in crossings))
+    for i, label in enumerate(("bare loop crossing (run a no-op)", "bare loop crossing (lock hand-off)")):
+        cells = " ".join(f"{f'{c[i]:.0f}':>15}" for c in crossings)
+        print(f"{label:<42} {'':>8} {cells} {crossing[i]:>7.0f}")
 
     print()
     for label, num, den, target in TARGETS:
@@ -501,6 +515,8 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]]) -> None:
     ratio = p50[num] / p50[den]
     verdict = "PASS" if ratio <= target else "BELOW"
     print(f"{label}: {ratio:5.2f}x  (target <= {target}x)  {verdict}")
+    label, num, den, target = OVERHEAD_TARGET
+    print(overhead_line(label, p50[num], p50[den], crossing, target))
     print(f"(no target) consume(workers=4) vs asyncio ADR-37 loop: "
           f"{rate['jss_consume_4'] / rate['nats_continuous']:5.2f}x")
     print("verified: every case received each message exactly once (by stream sequence) and its consumer "
@@ -514,8 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print_header(bench)
         bench.prepublish()
-        results = run_rounds(bench)
-        print_table(bench, results)
+        results, crossings = run_rounds(bench)
+        print_table(bench, results, crossings)
     finally:
         bench.close()
     return 0

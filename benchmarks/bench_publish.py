@@ -1,7 +1,9 @@
 # Charter: publish throughput of jetstream_sync against nats-py asyncio, same server, same process.
 # Four cases (awaited js.publish, blocking publish(), nats-py publish_async, jetstream_sync publish_async)
 # run interleaved round by round so machine noise hits all alike; only the publish loop is timed, each
-# case gets a fresh memory stream and must leave exactly N messages in it. Public jetstream_sync API only.
+# case gets a fresh memory stream and must leave exactly N messages in it. The one-at-a-time cases also
+# time each publish, for the blocking publish()'s overhead in bare loop crossings (measured each round).
+# Public jetstream_sync API only, except the crossing, which reaches the client's loop thread.
 """Benchmark JetStream publishing: jetstream_sync versus nats-py asyncio.
 
     .venv/bin/python benchmarks/bench_publish.py                  # 100,000 x 128 B, 3 rounds
@@ -9,9 +11,11 @@
     .venv/bin/python benchmarks/bench_publish.py --server nats://127.0.0.1:4222
 
 Without ``--server`` an embedded nats-server (``jetstream_sync.server.NatsServer``) is started and
-stopped. Prints msgs/s per case (each round and the median) and the two ratios the project targets.
-Exits 1 if a case fails or a stream does not hold exactly the expected count; BELOW a target is not
-a failure (the figures are noisy), only a report.
+stopped. Prints msgs/s per case (each round and the median), the two ratios the project targets, and
+for the one-at-a-time cases the p50 latency per publish, the bare thread -> loop -> thread crossing of
+the run and publish()'s overhead over nats-py in crossings (target <= 1.2). Exits 1 if a case fails or
+a stream does not hold exactly the expected count; BELOW a target is not a failure (the figures are
+noisy), only a report.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ import nats
 import jetstream_sync as jss
 from jetstream_sync.server import NatsServer
 
-from _common import cpu_seconds, fail, load, rotated
+from _common import cpu_seconds, crossing_us, fail, load, overhead_line, rotated
 
 STREAM = "BENCH_PUBLISH"
 SUBJECT = "bench.publish"
@@ -43,6 +47,8 @@ TARGETS = (
     ("publish()       vs nats-py await js.publish", "jss_publish", "nats_publish", 0.9),
     ("publish_async() vs nats-py js.publish_async", "jss_publish_async", "nats_publish_async", 1.5),
 )
+#: (label, jss case, nats-py case, target): p50 per publish over nats-py's, in bare loop crossings
+OVERHEAD_TARGET = ("publish() overhead vs nats-py await js.publish", "jss_publish", "nats_publish", 1.2)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,39 +70,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # -- the four timed publish loops -------------------------------------------------
-# Each returns (seconds spent publishing, futures to check afterwards, untimed). Callers keep
-# every future, as `futures = [js.publish_async(...) for ...]` in user code does.
+# Each returns (seconds spent publishing, futures to check afterwards, untimed, and for the
+# one-at-a-time cases the seconds of each publish). Callers keep every future, as
+# `futures = [js.publish_async(...) for ...]` in user code does.
 
-async def nats_publish(njs: Any, n: int, payload: bytes) -> tuple[float, list]:
-    t0 = time.perf_counter()
+async def nats_publish(njs: Any, n: int, payload: bytes) -> tuple[float, list, list[float]]:
+    latencies = []
+    perf = time.perf_counter
+    t_start = perf()
     for _ in range(n):
+        t0 = perf()
         await njs.publish(SUBJECT, payload)
-    return time.perf_counter() - t0, []
+        latencies.append(perf() - t0)
+    return perf() - t_start, [], latencies
 
 
-def jss_publish(js: jss.JetStream, n: int, payload: bytes) -> tuple[float, list]:
-    t0 = time.perf_counter()
+def jss_publish(js: jss.JetStream, n: int, payload: bytes) -> tuple[float, list, list[float]]:
+    latencies = []
+    perf = time.perf_counter
+    t_start = perf()
     for _ in range(n):
+        t0 = perf()
         js.publish(SUBJECT, payload)
-    return time.perf_counter() - t0, []
+        latencies.append(perf() - t0)
+    return perf() - t_start, [], latencies
 
 
-async def nats_publish_async(njs: Any, n: int, payload: bytes) -> tuple[float, list]:
+async def nats_publish_async(njs: Any, n: int, payload: bytes) -> tuple[float, list, list[float]]:
     futures = []
     t0 = time.perf_counter()
     for _ in range(n):
         futures.append(await njs.publish_async(SUBJECT, payload))
     await asyncio.wait_for(njs.publish_async_completed(), CASE_TIMEOUT)
-    return time.perf_counter() - t0, futures
+    return time.perf_counter() - t0, futures, []
 
 
-def jss_publish_async(js: jss.JetStream, n: int, payload: bytes) -> tuple[float, list]:
+def jss_publish_async(js: jss.JetStream, n: int, payload: bytes) -> tuple[float, list, list[float]]:
     futures = []
     t0 = time.perf_counter()
     for _ in range(n):
         futures.append(js.publish_async(SUBJECT, payload))
     js.publish_async_complete(timeout=CASE_TIMEOUT)
-    return time.perf_counter() - t0, futures
+    return time.perf_counter() - t0, futures, []
 
 
 # -- the harness --------------------------------------------------------------------
@@ -106,7 +121,14 @@ class Case:
     key: str
     label: str
     blocking: bool  # one round trip per message: runs --sync-count messages
-    run: Callable[[int, bytes], tuple[float, list]]
+    run: Callable[[int, bytes], tuple[float, list, list[float]]]
+
+
+@dataclass
+class RoundResult:
+    rate: float         # msgs/s
+    cpu_us: float       # client process CPU per message
+    p50_us: float = 0.0  # one-at-a-time cases: p50 per publish
 
 
 class Bench:
@@ -167,14 +189,15 @@ class Bench:
             self.js.delete_stream(STREAM)
         self.js.create_stream(name=STREAM, subjects=[SUBJECT], storage=jss.StorageType.MEMORY)
 
-    def run_case(self, case: Case, n: int) -> tuple[float, float]:
-        """Publish ``n`` messages with ``case`` into a fresh stream; return (msgs/s, client CPU us/msg).
+    def run_case(self, case: Case, n: int) -> RoundResult:
+        """Publish ``n`` messages with ``case`` into a fresh stream; return msgs/s, client CPU us/msg
+        and (one-at-a-time cases) the p50 per publish.
 
         Exits loudly on any failed publish or a stream not holding exactly ``n`` messages.
         """
         self.fresh_stream()
         cpu0 = cpu_seconds()
-        seconds, futures = case.run(n, self.payload)
+        seconds, futures, latencies = case.run(n, self.payload)
         cpu_us = (cpu_seconds() - cpu0) / n * 1e6
         failed = [f for f in futures if not f.done() or f.exception() is not None]
         stored = self.js.stream(STREAM).info().state.messages
@@ -184,20 +207,29 @@ class Bench:
             fail(f"{case.label}: {len(failed)} of {n} publish futures failed or unresolved (first: {first!r})")
         if stored != n:
             fail(f"{case.label}: stream holds {stored} messages, expected exactly {n}")
-        return n / seconds, cpu_us
+        return RoundResult(n / seconds, cpu_us, statistics.median(latencies) * 1e6 if latencies else 0.0)
 
 
-def run_rounds(bench: Bench) -> dict[str, list[tuple[float, float]]]:
-    """A small untimed warm-up (inboxes, subscriptions), then the rounds, case order rotating each round."""
+def run_rounds(bench: Bench) -> tuple[dict[str, list[RoundResult]], list[tuple[float, float]]]:
+    """A small untimed warm-up (inboxes, subscriptions), then the rounds, case order rotating each round;
+    right after the jss one-at-a-time case, the bare loop crossing (both forms, us)."""
     for case in bench.cases:
         bench.run_case(case, min(1000, bench.count_for(case)))
-    results: dict[str, list[tuple[float, float]]] = {c.key: [] for c in bench.cases}
+    crossing_us(bench.client, 200)
+    results: dict[str, list[RoundResult]] = {c.key: [] for c in bench.cases}
+    crossings = []
     for r in range(bench.args.rounds):
         for case in rotated(bench.cases, r):
-            rate, cpu_us = bench.run_case(case, bench.count_for(case))
-            results[case.key].append((rate, cpu_us))
-            print(f"  round {r + 1}: {case.label:<40} {rate:>10,.0f} msgs/s {cpu_us:>7.1f} us CPU/msg", flush=True)
-    return results
+            res = bench.run_case(case, bench.count_for(case))
+            results[case.key].append(res)
+            p50 = f"  p50 {res.p50_us:>5.0f} us" if case.blocking else ""
+            print(f"  round {r + 1}: {case.label:<40} {res.rate:>10,.0f} msgs/s {res.cpu_us:>7.1f} us CPU/msg{p50}",
+                  flush=True)
+            if case.key == OVERHEAD_TARGET[1]:  # measured in the scheduling the jss case just ran in
+                crossings.append(crossing_us(bench.client))
+                print(f"  round {r + 1}: bare loop crossing p50 {crossings[-1][0]:.0f} us (lock hand-off "
+                      f"{crossings[-1][1]:.0f} us)", flush=True)
+    return results, crossings
 
 
 # -- report -------------------------------------------------------------------------
@@ -212,23 +244,35 @@ def print_header(bench: Bench) -> None:
     print(f"load average at start: {load()}", flush=True)
 
 
-def print_table(bench: Bench, results: dict[str, list[tuple[float, float]]]) -> None:
+def print_table(bench: Bench, results: dict[str, list[RoundResult]], crossings: list[tuple[float, float]]) -> None:
     rounds = bench.args.rounds
-    rate = {k: statistics.median(r for r, _ in v) for k, v in results.items()}
+    rate = {k: statistics.median(x.rate for x in v) for k, v in results.items()}
     head = (f"{'case':<40} {'msgs':>8} " + " ".join(f"{f'r{i + 1}':>9}" for i in range(rounds))
             + f" {'median':>9} {'CPU us/msg':>10}")
     print("\nmsgs/s per round, median; client process CPU per message (all threads), median")
     print(head)
     print("-" * len(head))
     for case in bench.cases:
-        cells = " ".join(f"{r:>9,.0f}" for r, _ in results[case.key])
-        cpu_us = statistics.median(c for _, c in results[case.key])
+        cells = " ".join(f"{x.rate:>9,.0f}" for x in results[case.key])
+        cpu_us = statistics.median(x.cpu_us for x in results[case.key])
         print(f"{case.label:<40} {bench.count_for(case):>8,} {cells} {rate[case.key]:>9,.0f} {cpu_us:>10.1f}")
+
+    p50 = {k: statistics.median(x.p50_us for x in v) for k, v in results.items()}
+    crossing = (statistics.median(c[0] for c in crossings), statistics.median(c[1] for c in crossings))
+    print("\none at a time: p50 per publish, us, per round; medians over rounds")
+    for case in (c for c in bench.cases if c.blocking):
+        cells = " ".join(f"{x.p50_us:>9.0f}" for x in results[case.key])
+        print(f"{case.label:<40} {bench.count_for(case):>8,} {cells} {p50[case.key]:>9.0f}")
+    for i, label in enumerate(("bare loop crossing (run a no-op)", "bare loop crossing (lock hand-off)")):
+        cells = " ".join(f"{c[i]:>9.0f}" for c in crossings)
+        print(f"{label:<40} {'':>8} {cells} {crossing[i]:>9.0f}")
     print()
     for label, num, den, target in TARGETS:
         ratio = rate[num] / rate[den]
         verdict = "PASS" if ratio >= target else "BELOW"
         print(f"{label}: {ratio:5.2f}x  (target >= {target}x)  {verdict}")
+    label, num, den, target = OVERHEAD_TARGET
+    print(overhead_line(label, p50[num], p50[den], crossing, target))
     print(f"load average at end: {load()}")
 
 
@@ -237,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args)
     try:
         print_header(bench)
-        results = run_rounds(bench)
-        print_table(bench, results)
+        results, crossings = run_rounds(bench)
+        print_table(bench, results, crossings)
     finally:
         bench.close()
     return 0

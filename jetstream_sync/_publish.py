@@ -1,16 +1,16 @@
 # The JetStream publish: the headers of one publish, and the window (one reply inbox, a token per
 # message, counters).
 #
-# Rule 1: a publish costs the caller one dict slot, one light Future and one
-#         Outbox append (the PUB bytes are built on the calling thread); the
-#         loop thread only writes batches and routes PubAcks. No task, no
-#         loop round trip and no asyncio future per message; a PubAck is
-#         parsed only when someone asks the future for it.
+# Rule 1: a publish costs the caller one dict slot, one light Future (a blocking
+#         publish: its thread's reusable Waiter) and one Outbox append (the PUB
+#         bytes are built on the calling thread); the loop thread only writes
+#         batches and routes PubAcks. No task, no loop round trip and no asyncio
+#         future per message; a PubAck is parsed only when someone asks for it.
 # Rule 2: at most ``max_pending`` publishes are in flight (the dict of
 #         pending tokens is the window); a caller blocks (in 0.25 s slices)
 #         when it is full and is woken once a quarter of it is free.
-# Rule 3: every future ends: with a PubAck, an APIError, NoRespondersError,
-#         TimeoutError (swept every 0.25 s) or ClientClosedError.
+# Rule 3: every future (and every blocked publish) ends: with a PubAck, an APIError,
+#         NoRespondersError, TimeoutError (swept every 0.25 s) or ClientClosedError.
 # Rule 4: what the server does with a publish beyond storing it (deduplication, the expected_*
 #         checks) is a header of that one publish, built by ``publish_headers`` and nowhere else.
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import errors
 from ._headers import Headers, decode_headers
+from ._loop import BRIDGE_GRACE, Waiter
 from ._protocol import check_int, prepare_pub, pub_command_parts
 from .config import PubAck, validate_stream_name
 
@@ -162,6 +163,20 @@ class PubAckFuture(concurrent.futures.Future):
             pass
 
 
+class _BlockingPublish(Waiter):
+    """What a blocking ``publish()`` waits on (one per thread, reused): a window entry the loop
+    thread fires with the raw PubAck or the error, as it resolves a :class:`PubAckFuture`."""
+
+    __slots__ = ()
+
+    _finish_raw = Waiter.fire
+    _fail = Waiter.fire
+
+
+#: Each thread's idle ``_BlockingPublish`` (attribute ``waiter``).
+_WAITERS = threading.local()
+
+
 def _parse_puback(raw: bytes) -> PubAck:
     resp = json.loads(raw)
     if len(resp) == 2 and "stream" in resp and "seq" in resp:
@@ -199,9 +214,9 @@ class Publisher:
         self._lock = threading.Lock()       # callers only: check-and-insert into the window
         self._space = threading.Event()     # set by the loop when the window drains to low water
         self._blocked = 0                   # callers waiting for space (a hint for the loop)
-        # token -> (future, deadline); inserted by callers, popped on the loop thread.
-        # (future, deadline, subject: matched against permission errors)
-        self._pending: dict[bytes, tuple[PubAckFuture, float, str]] = {}
+        # token -> (future or blocked caller's waiter, deadline, subject: matched against permission
+        # errors, timeout); inserted by callers, popped on the loop thread.
+        self._pending: dict[bytes, tuple[PubAckFuture | _BlockingPublish, float, str, float]] = {}
         self._tokens = itertools.count(1)
         self._prefix_b = b""
         self._start_lock = threading.Lock()
@@ -268,8 +283,73 @@ class Publisher:
             lt.call_soon(self._start_sweeper)
         return fut
 
-    def _wait_for_space(self, token: bytes, fut: PubAckFuture, timeout: float, wait_slot: float | None,
-                        subject: str) -> None:
+    def call(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None,
+             subject: str = "") -> PubAck:
+        """Publish ``head + reply + tail`` and block until its PubAck; return it (the blocking publish).
+
+        Blocks while the window is full (at most ``wait_slot``, None = no bound), then on the
+        PubAck: the sweeper ends the wait with TimeoutError after ``timeout``; with a bound, the
+        caller gives up by itself ``BRIDGE_GRACE`` later (a stalled loop). Wakes every 0.25 s. The
+        caller waits on its thread's ``_BlockingPublish``, which the loop thread fires directly
+        (no Future, no Condition). A wait that ends early (interrupted, timed out) takes its
+        token out of the window, so nothing is left waiting for it.
+
+        Raises what the PubAck says (NoRespondersError, StreamWrong*Error, ...), TimeoutError,
+        ClientClosedError, a permission error, RuntimeError on the loop thread.
+        """
+        lt = self._client.loop_thread
+        lt.check_usable()
+        if self._closed:
+            raise errors.ClientClosedError("the connection is closed")
+        if self._sub is None:
+            self._ensure_started()
+        if not self._sweeper_asked:
+            self._sweeper_asked = True
+            lt.call_soon(self._start_sweeper)
+        # This thread's idle waiter, taken out while in use (a publish from a signal handler
+        # during the wait makes its own).
+        waiter = getattr(_WAITERS, "waiter", None)
+        if waiter is None:
+            waiter = _BlockingPublish()
+        else:
+            _WAITERS.waiter = None
+        pending = self._pending
+        token = b"%d" % next(self._tokens)
+        now = time.monotonic()
+        with self._lock:
+            if len(pending) < self.max_pending:
+                pending[token] = (waiter, now + timeout, subject, timeout)
+                token_in = True
+            else:
+                token_in = False
+        if not token_in:
+            self._wait_for_space(token, waiter, timeout, wait_slot, subject)
+            now = time.monotonic()
+        deadline = None if wait_slot is None else now + timeout + BRIDGE_GRACE
+        try:
+            # Everything is ready before the write: after it this thread only blocks, leaving
+            # the GIL to the loop thread it wakes.
+            self._client.write(head + self._prefix_b + token + tail, self, token)
+            answer = waiter.wait(deadline, lambda: errors.TimeoutError.after(
+                f"publish to {subject!r}", timeout, "no PubAck from the server"), self._check_loop)
+        except BaseException:
+            # Interrupted, timed out, or never written: free the slot now. The waiter is dropped,
+            # as the loop thread may still fire it.
+            if pending.pop(token, None) is not None and self._blocked:
+                self._space.set()
+            raise
+        _WAITERS.waiter = waiter
+        if isinstance(answer, BaseException):
+            raise answer
+        return _parse_puback(answer)
+
+    def _check_loop(self) -> None:
+        lt = self._client.loop_thread
+        if lt.closed and not lt.thread.is_alive():  # nobody left to fire the waiter
+            raise errors.ClientClosedError("the client was closed before the PubAck arrived")
+
+    def _wait_for_space(self, token: bytes, fut: PubAckFuture | _BlockingPublish, timeout: float,
+                        wait_slot: float | None, subject: str) -> None:
         lt = self._client.loop_thread
         pending = self._pending
         give_up = None if wait_slot is None else time.monotonic() + wait_slot
@@ -380,4 +460,5 @@ class Publisher:
         self._space.set()
 
     def outstanding(self) -> list[concurrent.futures.Future]:
-        return [entry[0] for entry in list(self._pending.values())]
+        """The futures of the ``publish_async`` calls not yet resolved (blocking publishes are their callers')."""
+        return [entry[0] for entry in list(self._pending.values()) if type(entry[0]) is PubAckFuture]

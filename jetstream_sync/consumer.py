@@ -16,7 +16,7 @@ from .config import ConsumerInfo
 from .message import Msg
 from .consume import ConsumeHandle, MessageStream, NakDelay, check_handlers, nak_schedule
 from ._engine import Target
-from .fetch import MessageBatch, NextCall
+from .fetch import MessageBatch, NextCall, request_body
 from .pull import ContinuousPull, FetchPull, NextInbox
 from .pull_options import FetchOptions, consume_options, fetch_options
 
@@ -42,7 +42,7 @@ class Consumer(ConsumerHandle):
         super().__init__(js, info)
         self._next_inbox: NextInbox | None = None
         self._next_lock = threading.Lock()
-        self._next_opts: dict[float, Any] = {}
+        self._next_opts: dict[float, tuple[Any, bytes]] = {}  # timeout -> (options, request body)
 
     def fetch(self, max_messages: int | None = None, *, max_bytes: int | None = None, expires: float = 30.0,
               idle_heartbeat: float | None = None, timeout: float | None = None) -> MessageBatch:
@@ -89,11 +89,13 @@ class Consumer(ConsumerHandle):
             raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        opts = self._next_opts.get(timeout)
-        if opts is None:
+        cached = self._next_opts.get(timeout)
+        if cached is None:
             opts = fetch_options(1, None, timeout, None)
+            cached = (opts, request_body(opts))
             if len(self._next_opts) < 16:
-                self._next_opts[timeout] = opts
+                self._next_opts[timeout] = cached
+        opts, body = cached
         with self._next_lock:
             inbox = self._next_inbox
             if inbox is None or inbox.retired:
@@ -109,7 +111,7 @@ class Consumer(ConsumerHandle):
             finally:
                 batch.stop()
             raise errors.TimeoutError.after(f"next() on {self._label}", timeout, "no message")
-        return NextCall(inbox, inbox.target).run(opts, f"next() on {self._label}")
+        return NextCall(inbox, inbox.target).run(opts, f"next() on {self._label}", body)
 
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,

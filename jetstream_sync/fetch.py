@@ -20,7 +20,7 @@ from ._loop import WAKE_INTERVAL
 from ._protocol import Status, classify_status, status_of
 from .message import Msg
 
-__all__ = ["MessageBatch", "NextCall", "OneShot", "lost_consumer_sync"]
+__all__ = ["MessageBatch", "NextCall", "OneShot", "lost_consumer_sync", "request_body"]
 
 #: How long a next() waits for the consumer info that tells a consumer (or stream) that is gone.
 CHECK_TIMEOUT = 2.0
@@ -28,6 +28,11 @@ CHECK_TIMEOUT = 2.0
 _LOST = (errors.ConsumerDeletedError, errors.NoRespondersError)
 #: Status kinds that only show the consumer is alive.
 _IDLE = (Status.HEARTBEAT, Status.FLOW_CONTROL)
+
+
+def request_body(opts: Any) -> bytes:
+    """The JSON body of the pull request of ``opts`` (no I/O)."""
+    return json.dumps(opts.request(), separators=(",", ":")).encode()
 
 
 def lost_consumer_sync(target: Target, err: BaseException) -> BaseException:
@@ -171,23 +176,26 @@ class NextCall:
         self._conn = target.conn
         self._ok = False
 
-    def run(self, opts: Any, what: str) -> Msg:
+    def run(self, opts: Any, what: str, body: bytes | None = None) -> Msg:
+        """Send the pull (``body``: ``opts``' request as JSON, if the caller keeps it) and wait."""
         inbox = self._inbox
         token, q = inbox.begin()
-        body = json.dumps(opts.request(), separators=(",", ":")).encode()
+        if body is None:
+            body = request_body(opts)
+        # Everything the wait needs is ready before the write: after it this thread only blocks,
+        # leaving the GIL to the loop thread it wakes.
+        deadline = time.monotonic() + opts.client_deadline
+        heartbeat = HeartbeatWatch(opts.idle_heartbeat)
+        cmd = b"PUB " + inbox.subject + b" " + inbox.prefix + token + b" %d\r\n" % len(body) + body + b"\r\n"
         # The cleanup wraps a call, not the wait loop (see MessageStream.next).
         try:
-            self._conn.write(b"PUB " + inbox.subject + b" " + inbox.prefix + token + b" %d\r\n" % len(body)
-                             + body + b"\r\n")
-            return self._wait(q, opts, what)
+            self._conn.write(cmd)
+            return self._wait(q, opts, what, deadline, heartbeat)
         finally:
             inbox.finish(self._ok)
 
-    def _wait(self, q: queue.SimpleQueue, opts: Any, what: str) -> Msg:
+    def _wait(self, q: queue.SimpleQueue, opts: Any, what: str, deadline: float, heartbeat: HeartbeatWatch) -> Msg:
         client = self._conn
-        now = time.monotonic()
-        deadline = now + opts.client_deadline
-        heartbeat = HeartbeatWatch(opts.idle_heartbeat)
         while True:
             try:
                 item = q.get(timeout=WAKE_INTERVAL)

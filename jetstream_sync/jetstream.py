@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 import attrs
 
 from . import errors
-from ._loop import BRIDGE_GRACE, wait_future
+from ._loop import wait_future
 from ._publish import Publisher, publish_parts
 from ._retry import RetryPolicy
 from ._protocol import DEFAULT, Timeout, check_subject
@@ -377,9 +377,11 @@ class JetStream:
                 timeout: Timeout = DEFAULT) -> PubAck:
         """Publish to a stream and block until the server stores it; return the ``PubAck``.
 
-        Blocks on the PubAck for at most ``timeout``. With ``msg_id`` the
-        server deduplicates within the stream's duplicate window, so the call
-        is retried per ``retry`` on timeouts and no responders.
+        Blocks on the PubAck for at most ``timeout``, waking every 0.25 s so
+        Ctrl-C lands; a publish given up (interrupted, timed out) leaves no
+        slot of the window taken, though the server may still store it. With
+        ``msg_id`` the server deduplicates within the stream's duplicate
+        window, so the call is retried per ``retry`` on timeouts and no responders.
 
         Raises ``NoRespondersError`` when no stream captures ``subject`` (at once
         without ``msg_id``; after the retries with it),
@@ -391,13 +393,9 @@ class JetStream:
                                    expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
         limit = t if t is not None else 3600.0
 
-        def once() -> PubAck:
-            fut = self._publisher.submit(head, tail, limit, t, subject)
-            deadline = None if t is None else time.monotonic() + t + BRIDGE_GRACE
-            return wait_future(fut, deadline, lambda: errors.TimeoutError.after(
-                f"publish to {subject!r}", t, "no PubAck from the server"))
-
-        return self.retry.call(once) if msg_id is not None else once()
+        if msg_id is None:
+            return self._publisher.call(head, tail, limit, t, subject)
+        return self.retry.call(lambda: self._publisher.call(head, tail, limit, t, subject))
 
     def publish_async(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                       msg_id: str | None = None, expected_stream: str | None = None,

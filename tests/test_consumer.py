@@ -1,7 +1,7 @@
 # Charter: the Consumer handle against a real nats-server: info/cached_info/
 # delete, and the one-shot pulls (fetch, fetch_no_wait, next): counts, bytes,
-# expiry, ordering and metadata, a consumer deleted while a pull waits, and
-# fetch options refused before any pull request is sent.
+# expiry (each next() timeout its own), ordering and metadata, a consumer deleted
+# while a pull waits, and fetch options refused before any pull request is sent.
 from __future__ import annotations
 
 import builtins
@@ -202,6 +202,23 @@ def test_next_raises_timeout_error_when_nothing_arrives(consumer):
         consumer.next(timeout=0.5)
     assert isinstance(info.value, builtins.TimeoutError)
     assert 0.4 <= time.monotonic() - start < 2.5
+
+
+@pytest.mark.timeout(30)
+def test_each_timeout_of_next_is_the_expiry_of_its_own_pull(js, consumer):
+    # next() keeps the request of each timeout it was given: a short one must not cut a longer one.
+    for _ in range(2):
+        start = time.monotonic()
+        with pytest.raises(jss.TimeoutError):
+            consumer.next(timeout=0.5)
+        assert time.monotonic() - start < 2.5
+    later = threading.Timer(1.5, publish, args=(js, 1))
+    later.start()
+    try:
+        assert consumer.next(timeout=6).data == b"m0"  # still waiting when it arrives, 1.5 s in
+    finally:
+        later.cancel()
+        later.join(5)
 
 
 @pytest.mark.timeout(20)

@@ -1,7 +1,8 @@
 # Charter: unit tests of jetstream_sync._loop without a server: the
 # EventLoopThread bridge (results, exceptions, timeouts + grace, stop failing
-# waiters, the loop-thread guard, Ctrl-C) and the Outbox (order, batching,
-# errors). Everything here runs on a private loop; no NATS involved.
+# waiters, the loop-thread guard, Ctrl-C, the size of socket reads), the Waiter
+# (values, reuse, deadlines, wake-ups) and the Outbox (order, batching, errors).
+# Everything here runs on a private loop; no NATS involved.
 from __future__ import annotations
 
 import _thread
@@ -9,13 +10,14 @@ import asyncio
 import builtins
 import inspect
 import logging
+import socket
 import threading
 import time
 
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync._loop import BRIDGE_GRACE, EventLoopThread, Outbox
+from jetstream_sync._loop import BRIDGE_GRACE, READ_SIZE, WAKE_INTERVAL, EventLoopThread, Outbox, Waiter
 
 from conftest import wait_for
 
@@ -282,6 +284,78 @@ class TestStop:
             lt.call_soon(lambda: lt.spawn(fails(), name="jetstream-sync-test-task"))
             wait_for(lambda: "jetstream-sync-test-task" in caplog.text, what="the failure to be logged")
         assert "background failure" in caplog.text
+
+
+# --- socket reads ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(20)
+def test_sockets_on_the_loop_are_read_in_chunks_below_mallocs_mmap_threshold_and_arrive_whole(lt):
+    # A larger read buffer would be mapped and unmapped by malloc on every read off the main thread.
+    assert READ_SIZE < 128 * 1024
+    listener = socket.create_server(("127.0.0.1", 0))
+    payload = bytes(range(256)) * 2000  # 512,000 bytes: several reads
+    try:
+        async def connect():
+            return await asyncio.open_connection(*listener.getsockname())
+
+        reader, writer = lt.run(connect(), 5)
+        peer, _ = listener.accept()
+        with peer:
+            assert writer.transport.max_size == READ_SIZE
+            peer.sendall(payload)
+
+            async def read_all():
+                return await reader.readexactly(len(payload))
+
+            assert lt.run(read_all(), 10) == payload
+        writer.close()
+    finally:
+        listener.close()
+
+
+# --- Waiter --------------------------------------------------------------------
+
+
+class TestWaiter:
+    @pytest.mark.timeout(10)
+    def test_the_loop_hands_each_value_to_the_waiting_thread_and_the_waiter_serves_again(self, lt):
+        waiter = Waiter()
+        for value in (b"first", b"second", RuntimeError("third")):
+            lt.loop.call_soon_threadsafe(waiter.fire, value)
+            assert waiter.wait(time.monotonic() + 5, lambda: AssertionError("not fired")) is value
+
+    @pytest.mark.timeout(10)
+    def test_a_wait_raises_the_timeout_error_at_its_deadline_and_not_before(self):
+        waiter = Waiter()
+        started = time.monotonic()
+        with pytest.raises(jss.TimeoutError, match="gave up"):
+            waiter.wait(started + 0.4, lambda: jss.TimeoutError("gave up"))
+        assert 0.4 <= time.monotonic() - started < 2.0
+
+    @pytest.mark.timeout(10)
+    def test_a_wait_without_deadline_wakes_every_interval_and_check_can_end_it(self):
+        checks: list[float] = []
+
+        def check():
+            checks.append(time.monotonic())
+            if len(checks) == 3:
+                raise jss.ClientClosedError("gone")
+
+        started = time.monotonic()
+        with pytest.raises(jss.ClientClosedError):
+            Waiter().wait(None, lambda: AssertionError("no deadline"), check)
+        assert 3 * WAKE_INTERVAL <= time.monotonic() - started < 3 * WAKE_INTERVAL + 2.0
+
+    @pytest.mark.timeout(10)
+    def test_ctrl_c_lands_in_a_wait_within_a_wake_interval(self):
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):  # started inside: its interrupt cannot escape the test
+            timer = threading.Timer(0.3, _thread.interrupt_main)
+            timer.start()
+            Waiter().wait(None, lambda: AssertionError("no deadline"))
+        timer.cancel()
+        assert time.monotonic() - started < 0.3 + WAKE_INTERVAL + 1.0
 
 
 # --- Outbox --------------------------------------------------------------------

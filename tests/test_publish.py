@@ -1,10 +1,12 @@
 # JetStream publishing against a real nats-server: PubAcks, msg_id dedup, the expected_*
 # headers, headers and payload round trips, argument checks, no responders, and the
 # publish_async window (bounded in flight, blocking when full, completion, close, reconnect)
-# plus msg_id retries through a server restart; the headers of one publish as pure unit tests.
+# plus msg_id retries through a server restart; the blocking publish's own wait (interrupted, given up,
+# many threads at once); the headers of one publish as pure unit tests.
 # Code under test: jetstream.py, _publish.py.
 from __future__ import annotations
 
+import _thread
 import builtins
 import signal
 import sys
@@ -309,6 +311,77 @@ def test_publish_async_to_a_subject_no_stream_captures_fails_its_future_at_once(
     assert isinstance(fut.exception(timeout=5), jss.NoRespondersError)
     assert time.monotonic() - started < 1.0
     assert js.publish_async_pending() == 0
+
+
+# -- the blocking publish's wait ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_ctrl_c_during_publish_returns_promptly_and_leaves_nothing_in_flight(js, stream, silent_stream):
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):  # the timer starts inside: its interrupt cannot escape the test
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        js.publish(f"{silent_stream.name}.x", b"never acked", timeout=30)
+    timer.cancel()
+    assert time.monotonic() - started < 0.3 + 1.0
+    assert js.publish_async_pending() == 0  # its window slot is free at once, not after 30 s
+    ack = js.publish(f"{stream.name}.after", b"after ctrl-c")
+    assert (ack.stream, ack.seq) == (stream.name, 1)
+
+
+@pytest.mark.timeout(30)
+def test_a_publish_that_gives_up_on_a_stalled_loop_leaves_nothing_behind_and_the_next_gets_its_own_puback(
+        client, js, stream):
+    assert js.publish(f"{stream.name}.first", b"first").seq == 1  # the PubAck inbox is set up
+    # The loop thread is held (as a stalled loop would be): neither the PUB nor the sweeper runs, so the
+    # caller gives up by itself after its timeout plus the grace period.
+    held, release = threading.Event(), threading.Event()
+    client._conn.loop_thread.call_soon(lambda: (held.set(), release.wait(20)))
+    try:
+        assert held.wait(5)
+        started = time.monotonic()
+        with pytest.raises(jss.TimeoutError, match="no PubAck"):
+            js.publish(f"{stream.name}.late", b"late", timeout=0.3)
+        assert time.monotonic() - started < 5.0
+        assert js.publish_async_pending() == 0
+    finally:
+        release.set()
+    # The given-up PUB goes out now and its PubAck arrives for nobody; the next publish on this
+    # thread gets its own.
+    ack = js.publish(f"{stream.name}.next", b"next")
+    assert ack.seq == 3
+    assert stream.get_msg(3).data == b"next"
+    assert stream.get_msg(2).data == b"late"
+
+
+@pytest.mark.timeout(60)
+def test_many_threads_publishing_at_once_each_get_their_own_puback(js, stream):
+    n_threads, per_thread = 8, 150
+    barrier = threading.Barrier(n_threads)
+    acks: dict[int, list[int]] = {}
+    failures: list[BaseException] = []
+
+    def publisher(i: int) -> None:
+        try:
+            barrier.wait(10)
+            acks[i] = [js.publish(f"{stream.name}.t{i}", f"{i}:{j}").seq for j in range(per_thread)]
+        except BaseException as exc:  # reported in the test, not in the thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=publisher, args=(i,), name=f"test-publisher-{i}") for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(45)
+    assert not failures, failures
+    seqs = sorted(seq for got in acks.values() for seq in got)
+    assert seqs == list(range(1, n_threads * per_thread + 1))
+    consumer = js.create_consumer(stream.name, ack_policy="none")
+    stored = {m.metadata.sequence.stream: m.data for m in consumer.fetch(n_threads * per_thread, expires=10)}
+    for i, got in acks.items():
+        assert got == sorted(got)  # one thread's publishes are stored in its order
+        assert [stored[seq] for seq in got] == [f"{i}:{j}".encode() for j in range(per_thread)]
 
 
 # -- the publish_async window ----------------------------------------------------------------------
