@@ -6,27 +6,27 @@
 #
 # Rule 1: ``submit``/``submit_many`` (the loop thread's entries) append to a deque and wake a
 #         sleeping worker at most once per call, and only when no worker is awake or work is slow:
-#         a batch costs one wake, not one per item, and a busy worker is never woken at all. What keeps the deque bounded is the caller's credit,
-#         returned through ``on_take``.
-# Rule 2: while its work is slow (its last item took more than _QUICK_WORK), a worker announces each
-#         item before working it; while it is quick, in groups: at once when the queue is empty after
-#         its take (a lone message's credit returns before its work starts), else after at most
-#         _ANNOUNCE_EVERY items, and always before it discards anything, sleeps or exits. Credit so
-#         comes back late by at most a group of quick items, never early: one call (one lock) per
-#         group, not per item.
-# Rule 3: while work is slow, a worker that takes an item
-#         while more wait and a peer sleeps wakes that peer first, so a batch spreads over the pool
-#         at once and slow handlers never hold back what a sleeping worker could take. While work
-#         is quick, a batch is worked by the worker that was woken (and any a later batch woke):
-#         waking peers to share a quick batch only makes them queue for the interpreter lock.
-#         A sleeping worker also looks at the queue every WAKE_INTERVAL whatever woke it.
+#         a batch costs one wake, not one per item, and a busy worker is never woken at all. What
+#         keeps the deque bounded is the caller's credit, returned through ``on_take``.
+# Rule 2: work is slow once two items in a row each took more than _QUICK_WORK (one alone is most
+#         often a quick item that waited for the interpreter lock). While its work is slow a worker
+#         announces each item before working it; while it is quick, in groups: at once when the
+#         queue is empty after its take (a lone message's credit returns before its work starts),
+#         else after at most _ANNOUNCE_EVERY items, and always before it discards anything, sleeps
+#         or exits. Credit so comes back late by at most a group of quick items, never early: one
+#         call (one lock) per group, not per item.
+# Rule 3: while work is slow, a worker that takes an item while more wait and a peer sleeps wakes
+#         that peer first, so a batch spreads over the pool at once and slow handlers never hold
+#         back what a sleeping worker could take. While work is quick, a batch is worked by the
+#         worker that is awake: waking peers to share quick work only makes them queue for the
+#         interpreter lock. A sleeping worker also looks at the queue every WAKE_INTERVAL whatever
+#         woke it.
 # Rule 4: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
 # Rule 5: shutdown is a flag first, wake-ups second, joins with a bound, and a thread never
 #         joins itself (``work`` may call ``stop()``/``drain()``).
 from __future__ import annotations
 
 import collections
-import queue
 import threading
 from time import perf_counter
 from typing import Any, Callable, Iterable
@@ -35,10 +35,10 @@ from ._loop import WAKE_INTERVAL
 
 __all__ = ["WorkerPool"]
 
-#: What wakes a sleeping worker to look at the items and the flags again; never given to ``work``.
-_WAKE = None
 #: Work that took less than this (seconds) is quick: no peer is woken to share the queue.
 _QUICK_WORK = 100e-6
+#: Work is slow once this many items in a row took longer than _QUICK_WORK.
+_SLOW_AFTER = 2
 #: A worker announces what it took at least every this many items.
 _ANNOUNCE_EVERY = 16
 
@@ -60,16 +60,16 @@ class WorkerPool:
                  discard: Callable[[Any], None], source_done: threading.Event,
                  on_exit: Callable[[], None]) -> None:
         self._items: collections.deque = collections.deque()
-        self._wake: queue.SimpleQueue = queue.SimpleQueue()
         self._work = work
         self._on_take = on_take
         self._discard = discard
         self._source_done = source_done
         self._on_exit = on_exit
         self._lock = threading.Lock()
-        #: Workers about to wait, or waiting, for a wake-up (changed under ``_lock``, read without it).
-        self._sleeping = 0
-        #: The last item worked took longer than _QUICK_WORK (assumed at first).
+        #: The wake locks of the workers about to wait or waiting, not yet woken, the newest sleeper
+        #: last (changed under ``_lock``; its length is read without it).
+        self._sleepers: list[threading.Lock] = []
+        #: Work is slow: the last items worked took longer than _QUICK_WORK (assumed at first).
         self._slow = True
         self.stopping = False   # stop(): discard instead of working
         self.draining = False   # drain(): work off the queue, then exit
@@ -97,9 +97,19 @@ class WorkerPool:
         worker that is awake and quick gets to the new items soon; waking another to share them only
         makes both queue for the interpreter lock). No wake-up is missed: a worker counts itself as
         sleeping before its last look at the queue."""
-        sleeping = self._sleeping
+        # A worker woken and not yet running is no longer counted: a second batch does not wake a
+        # second worker while the first is still on its way.
+        sleeping = len(self._sleepers)
         if sleeping and (sleeping >= self._alive or self._slow):
-            self._wake.put(_WAKE)
+            self._wake_newest()
+
+    def _wake_newest(self) -> None:
+        """Wake the worker that went to sleep last (its thread and its caches are the warmest), if any."""
+        with self._lock:
+            if not self._sleepers:
+                return
+            waker = self._sleepers.pop()
+        waker.release()
 
     def queued(self) -> int:
         """Items waiting in the queue right now (no I/O; approximate)."""
@@ -116,21 +126,31 @@ class WorkerPool:
         to come (draining ends only once the source is done: until then an item may still land)."""
         return self.stopping or (self.draining and self._source_done.is_set() and not self._items)
 
-    def _sleep(self) -> None:
-        """Wait for a wake-up (at most WAKE_INTERVAL). Counted as sleeping *before* the last look at
-        the queue, so a submit either is seen here or sees the sleeper and wakes it: none is missed."""
+    def _sleep(self, waker: threading.Lock, idle: bool) -> bool:
+        """Wait until ``waker`` (this worker's own lock, held while it is awake) is released, at most
+        WAKE_INTERVAL. Counted as sleeping and put on the stack of sleepers *before* the last look at
+        the queue and the flags, so a submit or a wake_all either is seen here or finds the sleeper
+        and releases it: none is missed. A release that comes after the wait ended only makes the
+        next wait return at once. ``idle``: the last wait ran out without a wake-up, so this worker goes
+        to the bottom of the stack (a worker looking at the queue every WAKE_INTERVAL does not become
+        the newest sleeper, and the one that worked last stays the one woken next). Returns whether
+        it was woken (False: the wait ran out)."""
         lock = self._lock
         with lock:
-            self._sleeping += 1
+            if idle:
+                self._sleepers.insert(0, waker)
+            else:
+                self._sleepers.append(waker)
         try:
-            if not self._items:
-                try:
-                    self._wake.get(timeout=WAKE_INTERVAL)
-                except queue.Empty:
-                    pass
+            if not self._items and not self._done():
+                return waker.acquire(timeout=WAKE_INTERVAL)
+            return True
         finally:
             with lock:
-                self._sleeping -= 1
+                try:
+                    self._sleepers.remove(waker)  # not popped by a waker: nobody will release it
+                except ValueError:
+                    pass
 
     def _run(self) -> None:
         items = self._items
@@ -139,7 +159,13 @@ class WorkerPool:
         work = self._work
         alone = len(self._threads) == 1
         took: list = []  # taken, not yet announced
-        slow = True  # this worker's last item took more than _QUICK_WORK (assumed at first)
+        waker = threading.Lock()
+        waker.acquire()
+        idle = False
+        # Work is slow once two items in a row took more than _QUICK_WORK (assumed at first): one slow
+        # item alone is most often a quick handler that waited for the interpreter lock.
+        over = _SLOW_AFTER
+        slow = True
         try:
             while True:
                 try:
@@ -150,7 +176,7 @@ class WorkerPool:
                         took = []
                     if self._done():
                         return
-                    self._sleep()
+                    idle = not self._sleep(waker, idle)
                     continue
                 took.append(item)
                 if slow or not items or len(took) >= _ANNOUNCE_EVERY:
@@ -162,11 +188,12 @@ class WorkerPool:
                         took = []
                     self._discard(item)
                     continue
-                if not alone and items and self._slow and self._sleeping:
-                    self._wake.put(_WAKE)  # more is waiting, work is slow and a peer sleeps: let it help
+                if not alone and items and self._slow and self._sleepers:
+                    self._wake_newest()  # more is waiting, work is slow and a peer sleeps: let it help
                 started = perf_counter()
                 work(item)
-                slow = perf_counter() - started > _QUICK_WORK
+                over = over + 1 if perf_counter() - started > _QUICK_WORK else 0
+                slow = over >= _SLOW_AFTER
                 if not alone:
                     self._slow = slow
         finally:
@@ -181,7 +208,7 @@ class WorkerPool:
             else:
                 # Wake one that may still wait, so it looks at the flags now (a chain: each leaving
                 # worker wakes the next) instead of at its next WAKE_INTERVAL.
-                self._wake.put(_WAKE)
+                self._wake_newest()
 
     def discard_queued(self) -> None:
         """Take every queued item without blocking: ``on_take`` then ``discard`` each (any thread)."""
@@ -197,9 +224,11 @@ class WorkerPool:
     # -- any thread --------------------------------------------------------
 
     def wake_all(self) -> None:
-        """Wake every worker, so each looks at the flags now."""
-        for _ in self._threads:
-            self._wake.put(_WAKE)
+        """Wake every sleeping worker, so each looks at the flags now (one about to sleep sees them first)."""
+        with self._lock:
+            sleepers, self._sleepers = self._sleepers, []
+        for waker in sleepers:
+            waker.release()
 
     def stop(self, wait: bool = True) -> None:
         """Discard what is queued, let each worker finish its current item, then join them.
