@@ -157,6 +157,7 @@ class EventLoopThread:
         self.name = name
         self._loop = _new_loop()
         self._thread = threading.Thread(target=self._run_forever, name=name, daemon=True)
+        self._ident: int | None = None  # the thread's ident once started (read on every call)
         self._pid = os.getpid()
         self._generation = _fork_generation
         self._closed = False
@@ -172,6 +173,7 @@ class EventLoopThread:
         started = threading.Event()
         self._loop.call_soon(started.set)
         self._thread.start()
+        self._ident = self._thread.ident
         if not started.wait(10):
             raise RuntimeError("the event loop thread did not start")
 
@@ -196,7 +198,7 @@ class EventLoopThread:
 
     def on_loop_thread(self) -> bool:
         """True when called from this loop's own thread."""
-        return threading.get_ident() == self._thread.ident
+        return threading.get_ident() == self._ident
 
     def check_usable(self) -> None:
         """Raise unless a blocking call may be made from the current thread.
