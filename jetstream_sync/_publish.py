@@ -143,7 +143,8 @@ class PubAckFuture(concurrent.futures.Future):
         """Resolve with an unparsed PubAck (loop thread)."""
         self._raw = raw
         if "_condition" not in self.__dict__:
-            with _CONDITION_LOCK:
+            _CONDITION_LOCK.acquire()  # not a with-block: this runs once per publish
+            try:
                 if "_condition" not in self.__dict__:
                     # Nobody waits and no callback is registered: both would
                     # have created the Condition first.
@@ -151,6 +152,8 @@ class PubAckFuture(concurrent.futures.Future):
                         self._result = _LAZY
                         self._state = FINISHED
                     return
+            finally:
+                _CONDITION_LOCK.release()
         try:
             self.set_result(_LAZY)
         except concurrent.futures.InvalidStateError:
@@ -263,13 +266,17 @@ class Publisher:
         fut = PubAckFuture()
         token = b"%d" % next(self._tokens)
         deadline = time.monotonic() + timeout
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not a with-block: this runs once per publish
+        try:
             if len(pending) < self.max_pending:
                 # Registered before the write is queued, so the reply cannot beat it.
                 pending[token] = (fut, deadline, subject, timeout)
                 token_in = True
             else:
                 token_in = False
+        finally:
+            lock.release()
         if not token_in:
             self._wait_for_space(token, fut, timeout, wait_slot, subject)
         try:

@@ -19,8 +19,9 @@
 #         that peer first, so a batch spreads over the pool at once and slow handlers never hold
 #         back what a sleeping worker could take. While work is quick, a batch is worked by the
 #         worker that is awake: waking peers to share quick work only makes them queue for the
-#         interpreter lock. A sleeping worker also looks at the queue every WAKE_INTERVAL whatever
-#         woke it.
+#         interpreter lock. A sleeping worker also looks at the queue and the flags every
+#         WAKE_INTERVAL whatever woke it, and takes what waits unless work is quick and the worker
+#         on it is not stuck (its item started less than _STUCK_AFTER ago).
 # Rule 4: ``work``, ``discard`` and ``on_exit`` run on worker threads only, never on the loop.
 # Rule 5: shutdown is a flag first, wake-ups second, joins with a bound, and a thread never
 #         joins itself (``work`` may call ``stop()``/``drain()``).
@@ -39,6 +40,9 @@ __all__ = ["WorkerPool"]
 _QUICK_WORK = 100e-6
 #: Work is slow once this many items in a row took longer than _QUICK_WORK.
 _SLOW_AFTER = 2
+#: A worker whose wait ran out leaves quick work to the worker already on it, unless that one's item
+#: has run longer than this (seconds): then it is stuck, and the queue needs help.
+_STUCK_AFTER = 0.02
 #: A worker announces what it took at least every this many items.
 _ANNOUNCE_EVERY = 16
 
@@ -71,6 +75,8 @@ class WorkerPool:
         self._sleepers: list[threading.Lock] = []
         #: Work is slow: the last items worked took longer than _QUICK_WORK (assumed at first).
         self._slow = True
+        #: When the item a worker started last began (perf_counter).
+        self._working_since = 0.0
         self.stopping = False   # stop(): discard instead of working
         self.draining = False   # drain(): work off the queue, then exit
         self.closed = threading.Event()  # every worker has exited and on_exit has run
@@ -152,6 +158,12 @@ class WorkerPool:
                 except ValueError:
                     pass
 
+    def _others_keep_up(self) -> bool:
+        """(a worker whose wait ran out) Whether to leave what is queued to the worker already awake:
+        work is quick, another worker is awake, and its item is not stuck (Rule 3)."""
+        return (not self._slow and self._alive - len(self._sleepers) > 1
+                and perf_counter() - self._working_since < _STUCK_AFTER)
+
     def _run(self) -> None:
         items = self._items
         popleft = items.popleft
@@ -168,6 +180,9 @@ class WorkerPool:
         slow = True
         try:
             while True:
+                if idle and not alone and self._others_keep_up():
+                    idle = not self._sleep(waker, True)
+                    continue
                 try:
                     item = popleft()
                 except IndexError:
@@ -191,6 +206,8 @@ class WorkerPool:
                 if not alone and items and self._slow and self._sleepers:
                     self._wake_newest()  # more is waiting, work is slow and a peer sleeps: let it help
                 started = perf_counter()
+                if not alone:
+                    self._working_since = started
                 work(item)
                 over = over + 1 if perf_counter() - started > _QUICK_WORK else 0
                 slow = over >= _SLOW_AFTER

@@ -223,3 +223,25 @@ def test_quick_work_is_announced_in_groups(rec):
     rec.source_done.set()
     pool.drain()
     assert pool.closed.wait(5)
+
+
+def test_a_worker_stuck_on_one_item_after_quick_work_gets_help_with_the_queue(rec):
+    # Quick work stays on the worker that is awake; once its item hangs, a sleeping worker takes what waits.
+    release = threading.Event()
+
+    def work(item: object) -> None:
+        rec.note("work", item)
+        if item == "stuck":
+            release.wait(10)
+
+    pool = rec.pool(workers=2, work=work)
+    pool.start()
+    pool.submit_many(range(200))  # quick: the pool learns that work is quick
+    wait_for(lambda: len(rec.of("work")) == 200, 10, what="the quick items worked")
+    pool.submit_many(["stuck", "after-1", "after-2"])
+    wait_for(lambda: {"after-1", "after-2"} <= set(rec.of("work")), 10, what="the items behind the stuck one")
+    assert not release.is_set()  # handled while the first worker still hangs
+    release.set()
+    rec.source_done.set()
+    pool.drain()
+    assert pool.closed.wait(5)
