@@ -95,20 +95,21 @@ def encode_payload(data: Any, name: str = "data") -> bytes:
     raise TypeError(f"{name} must be bytes or str, got {type(data).__name__}")
 
 
-_VALID_SUBJECTS: dict[str, bool] = {}
+#: Subjects :func:`check_subject` found valid (a bounded memo for hot publishing loops).
+VALID_SUBJECTS: dict[str, bool] = {}
 
 
 def check_subject(subject: Any, name: str = "subject") -> str:
     """Return ``subject`` if it is a valid NATS subject, else raise TypeError/ValueError naming ``name``."""
-    if type(subject) is str and subject in _VALID_SUBJECTS:
+    if type(subject) is str and subject in VALID_SUBJECTS:
         return subject
     if not isinstance(subject, str):
         raise TypeError(f"{name} must be a str, got {type(subject).__name__}")
     if not subject or any(c in subject for c in " \t\r\n") or subject.startswith(".") or subject.endswith(".") \
             or ".." in subject:
         raise ValueError(f"{name} must be a non-empty NATS subject without whitespace or empty tokens, got {subject!r}")
-    if len(_VALID_SUBJECTS) < 4096:  # a small memo for hot publishing loops; bounded
-        _VALID_SUBJECTS[subject] = True
+    if len(VALID_SUBJECTS) < 4096:  # a small memo for hot publishing loops; bounded
+        VALID_SUBJECTS[subject] = True
     return subject
 
 

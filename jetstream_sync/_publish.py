@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from . import errors
 from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, Waiter
-from ._protocol import check_int, prepare_pub, pub_command_parts
+from ._protocol import VALID_SUBJECTS, check_int, prepare_pub, pub_command_parts
 from .config import PubAck, validate_stream_name
 
 if TYPE_CHECKING:
@@ -98,6 +98,9 @@ def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[st
     """
     if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
             and expected_last_subject_seq is None and expected_last_msg_id is None:
+        if type(data) is bytes and type(subject) is str and subject in VALID_SUBJECTS and len(data) <= max_payload:
+            # The common publish, of a subject already checked: prepare_pub's result, built in place.
+            return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(data) + data + b"\r\n"
         subject, payload, hdr = prepare_pub(subject, data, None, max_payload)
     else:
         subject, payload, hdr = prepare_pub(subject, data, publish_headers(
@@ -388,8 +391,8 @@ class Publisher:
         entry = pending.pop(subject[len(self._prefix_b):], None)
         if entry is None:
             return  # timed out already, or a duplicate
-        if self._blocked and len(pending) <= self._low_water:
-            self._space.set()
+        if self._blocked and len(pending) <= self._low_water and not self._space.is_set():
+            self._space.set()  # once: a waiter clears it and looks at the window again before it waits
         fut, subject = entry[0], entry[2]
         if raw_headers:
             hdrs = decode_headers(raw_headers)

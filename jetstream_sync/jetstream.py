@@ -410,7 +410,7 @@ class JetStream:
         ``publish`` would raise; its callbacks run on the loop thread, so keep
         them short and never block in them. Not retried.
         """
-        t = self._resolve_timeout(timeout)
+        t = self._timeout if timeout is DEFAULT else self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
                                    expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
