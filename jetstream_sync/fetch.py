@@ -63,7 +63,7 @@ class OneShot(Protocol):
 
     def unfinished(self) -> bool: ...
 
-    def abandon(self) -> None: ...
+    def abandon(self, unread: list[Msg] | None = None) -> None: ...
 
 
 class MessageBatch:
@@ -145,15 +145,9 @@ class MessageBatch:
         still on the wire) are NAKed, so the server redelivers them at once. Never blocks."""
         if self._done:
             return  # iterated to its end: nothing unread
-        ready, self._ready = self._ready, []
-        for msg in reversed(ready):  # taken from the pull, never yielded
-            try:
-                if not msg.acked and msg.reply.startswith("$JS.ACK."):
-                    msg.nak()
-            except errors.JetStreamError:
-                break  # closed: the server redelivers after ack_wait
+        ready, self._ready = self._ready, []  # taken from the pull, never yielded: the pull NAKs them
         try:
-            self._pull.conn.loop_thread.call_soon(self._pull.abandon)
+            self._pull.conn.loop_thread.call_soon(self._pull.abandon, ready[::-1])
         except errors.ClientClosedError:
             pass
 

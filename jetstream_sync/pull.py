@@ -200,11 +200,13 @@ class FetchPull:
         self._hand_over()  # the messages before the end first
         self.out.put(Terminal(err))
 
-    def abandon(self) -> None:
-        """The reader gave up on the batch (loop thread): NAK what arrived and was not handed over or
-        not taken by the reader, then end (if the pull had not ended yet). The end marker stays for
-        the reader; what the reader took and did not yield is the reader's to hand back."""
+    def abandon(self, unread: list[Msg] | None = None) -> None:
+        """The reader gave up on the batch (loop thread): end (if the pull had not ended yet), then NAK
+        ``unread`` (what the reader took and did not yield) and what arrived and was not handed over
+        or not taken. The NAKs follow the UNSUB that ending writes, so the server cannot redeliver
+        them to this pull while it still waits. The end marker stays for the reader."""
         self._hand_over()
+        naks = [msg for msg in unread or () if msg.reply.startswith("$JS.ACK.") and not msg.acked]
         ending = None
         while True:
             try:
@@ -212,14 +214,19 @@ class FetchPull:
             except queue.Empty:
                 break
             if type(item) is list:
-                for msg in item:
-                    if msg.reply.startswith("$JS.ACK."):
-                        self._nak(msg.reply.encode())
+                naks.extend(msg for msg in item if msg.reply.startswith("$JS.ACK."))
             else:
                 ending = item
         if ending is not None:
             self.out.put(ending)
         self.end(None)
+        if naks:
+            # After the unsubscribe's first step, which writes the UNSUB (tasks start in FIFO order).
+            self._conn.loop_thread.loop.call_soon(self._nak_all, naks)
+
+    def _nak_all(self, msgs: list[Msg]) -> None:
+        for msg in msgs:
+            self._nak(msg.reply.encode())
 
     def _nak(self, reply: bytes) -> None:
         try:
