@@ -20,7 +20,7 @@ from ._connection import Connection
 from ._jsapi import JsApi
 from .api import ApiPrefix
 
-__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "ResetHook", "Sink", "Target", "Terminal", "Warning_",
+__all__ = ["Engine", "EngineFactory", "HeartbeatWatch", "Mark", "ResetHook", "Sink", "Target", "Terminal", "Warning_",
            "lost_verdict"]
 
 
@@ -69,6 +69,14 @@ class Warning_:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class Mark:
+    """A point in a delivery that the owner of an engine marks for its reader (subclass it): a
+    ``messages()`` reader returns it from ``next()`` in its place among the messages; ``consume()``
+    passes it over. Engines that emit none are read as if this did not exist."""
+
+    __slots__ = ()
 
 
 class Terminal:

@@ -34,7 +34,7 @@ from . import errors
 from ._loop import WAKE_INTERVAL
 from ._protocol import ACK_DELIVERED, ACK_STREAM_SEQ
 from .message import Msg
-from ._engine import Engine, EngineFactory, Target, Terminal, Warning_
+from ._engine import Engine, EngineFactory, Mark, Target, Terminal, Warning_
 from ._workers import WorkerPool
 
 __all__ = ["ConsumeHandle", "ConsumeStats", "DEFAULT_NAK_DELAYS", "MessageStream", "NakDelay", "check_handlers",
@@ -203,6 +203,8 @@ class MessageStream:
                 log.warning("jetstream_sync: %s", item.error)
                 self.warnings.append(item.error)
                 continue
+            if isinstance(item, Mark):
+                return item  # type: ignore[return-value]  # only the engines' owners that mark see one
             # Terminal: everything before it was already returned (FIFO).
             self._end()
             if item.error is not None and not self._stopping:
@@ -429,6 +431,8 @@ class ConsumeHandle:
         elif kind is Warning_:
             self._warnings += 1
             self._reporter.put(item.error)
+        elif isinstance(item, Mark):
+            return  # a point the handlers need not see
         else:
             if item.error is not None:  # Terminal: said now; the workers finish what is buffered first
                 self.error = item.error

@@ -16,13 +16,17 @@ The tree::
     JetStreamError                      base of everything below
     ├── APIError(code, err_code, description)   the server said no (.stream, .consumer name what)
     │   ├── StreamNotFoundError             10059
+    │   │   └── BucketNotFoundError         ... and the stream was a key-value bucket's (.bucket)
     │   ├── StreamNameInUseError            10058
+    │   │   └── BucketExistsError           ... a bucket of that name exists with another config
     │   ├── ConsumerNotFoundError           10014, 10149
     │   ├── ConsumerExistsError             10148, 10105
     │   ├── MessageNotFoundError            10037, 10043
     │   ├── JetStreamNotEnabledForAccountError  10039
     │   ├── StreamWrongStreamError          10060  (publish expected_stream failed)
-    │   ├── StreamWrongLastSequenceError    10071  (expected_last_seq / _subject_seq failed)
+    │   ├── StreamWrongLastSequenceError    10071, 10164  (expected_last_seq / _subject_seq failed)
+    │   │   ├── KeyExistsError              kv.create(): the key has a value
+    │   │   └── KeyRevisionMismatchError    kv.update(): the key's revision is another
     │   └── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
     ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
@@ -40,7 +44,9 @@ The tree::
     │   └── AuthorizationError          ... because the server refused the credentials
     ├── PermissionViolationError        the server refused a publish/subscribe (also a builtins.PermissionError)
     ├── ClientClosedError               the client was closed, or used after fork()
-    └── MessageAlreadyAckedError        a second ack/nak/term on one message
+    ├── MessageAlreadyAckedError        a second ack/nak/term on one message
+    ├── KeyNotFoundError                no value for the key (also a builtins.KeyError)
+    └── InvalidKeyError                 a key-value key the bucket cannot hold (also a ValueError)
 
 ``APIError`` subclasses are chosen by the server's ``err_code``; an unknown
 code still becomes a plain ``APIError`` carrying the code. Errors about a
@@ -58,15 +64,21 @@ from typing import Any, ClassVar, Mapping
 __all__ = [
     "APIError",
     "AuthorizationError",
+    "BucketExistsError",
+    "BucketNotFoundError",
     "ClientClosedError",
     "ConsumerDeletedError",
     "ConsumerExistsError",
     "ConsumerNotFoundError",
     "ConsumerTypeError",
     "DuplicateSubscriptionError",
+    "InvalidKeyError",
     "JetStreamError",
     "JetStreamNotEnabledError",
     "JetStreamNotEnabledForAccountError",
+    "KeyExistsError",
+    "KeyNotFoundError",
+    "KeyRevisionMismatchError",
     "MessageAlreadyAckedError",
     "MessageGapError",
     "MessageNotFoundError",
@@ -207,9 +219,78 @@ class StreamWrongStreamError(APIError):
 
 
 class StreamWrongLastSequenceError(APIError):
-    """A publish with ``expected_last_seq``/``expected_last_subject_seq`` found another sequence."""
+    """A publish with ``expected_last_seq``/``expected_last_subject_seq`` found another sequence
+    (10071; 10164 on a replicated stream, whose answer names no sequence)."""
 
-    err_codes = (10071,)
+    err_codes = (10071, 10164)
+
+
+def _kv_name(stream: str | None) -> str | None:
+    """The bucket of a key-value stream name ``KV_<bucket>``."""
+    return stream[3:] if stream and stream.startswith("KV_") else stream
+
+
+def _kv_key(subject: str | None) -> tuple[str | None, str | None]:
+    """(bucket, key) of a key-value subject ``$KV.<bucket>.<key>``."""
+    if subject and subject.startswith("$KV."):
+        parts = subject.split(".", 2)
+        if len(parts) == 3:
+            return parts[1], parts[2]
+    return None, subject
+
+
+class BucketNotFoundError(StreamNotFoundError):
+    """The key-value bucket does not exist (its stream ``KV_<bucket>`` was not found); ``bucket`` names it."""
+
+    @property
+    def bucket(self) -> str | None:
+        return _kv_name(self.stream)
+
+    def _what(self) -> str:
+        return f"key-value bucket {self.bucket!r} not found"
+
+
+class BucketExistsError(StreamNameInUseError):
+    """A key-value bucket of that name exists with another configuration; ``bucket`` names it."""
+
+    @property
+    def bucket(self) -> str | None:
+        return _kv_name(self.stream)
+
+    def _what(self) -> str:
+        return f"key-value bucket {self.bucket!r} exists with another configuration"
+
+
+class KeyExistsError(StreamWrongLastSequenceError):
+    """``kv.create()`` found a value for the key (not a delete or purge marker). ``bucket`` and ``key``
+    name it; ``code`` and ``err_code`` are the server's (10071, or 10164 on a replicated bucket)."""
+
+    @property
+    def bucket(self) -> str | None:
+        return _kv_key(self.subject)[0]
+
+    @property
+    def key(self) -> str | None:
+        return _kv_key(self.subject)[1]
+
+    def _what(self) -> str:
+        return f"key {self.key!r} already exists in bucket {self.bucket!r}"
+
+
+class KeyRevisionMismatchError(StreamWrongLastSequenceError):
+    """``kv.update()`` (or a ``delete``/``purge`` with ``last=``) found another last revision of the key.
+    ``bucket`` and ``key`` name it; ``code`` and ``err_code`` are the server's."""
+
+    @property
+    def bucket(self) -> str | None:
+        return _kv_key(self.subject)[0]
+
+    @property
+    def key(self) -> str | None:
+        return _kv_key(self.subject)[1]
+
+    def _what(self) -> str:
+        return f"key {self.key!r} of bucket {self.bucket!r} is not at the revision given: {self.description}"
 
 
 class StreamWrongLastMsgIdError(APIError):
@@ -405,3 +486,24 @@ class ClientClosedError(JetStreamError):
 
 class MessageAlreadyAckedError(JetStreamError):
     """ack/nak/term was called on a message that already had a terminal acknowledgement."""
+
+
+class KeyNotFoundError(JetStreamError, builtins.KeyError):
+    """No value for ``key`` in ``bucket`` (never written, deleted or purged; or the revision asked for
+    is another key's). Also a ``KeyError``, so ``except KeyError`` works as with a dict."""
+
+    def __init__(self, bucket: str, key: str, message: str | None = None) -> None:
+        self.bucket = bucket
+        self.key = key
+        super().__init__(message or f"key {key!r} not found in bucket {bucket!r}")
+
+    def __str__(self) -> str:  # KeyError would show the repr of its argument
+        return str(self.args[0])
+
+    def __reduce__(self):
+        return (type(self), (self.bucket, self.key, str(self)))
+
+
+class InvalidKeyError(JetStreamError, builtins.ValueError):
+    """A key (or key filter) a bucket cannot hold; raised before anything is sent. The message names
+    the key and the rule: letters, digits and ``-/_=.``, no leading or trailing ``.``, no ``..``."""

@@ -27,6 +27,7 @@ from .message import Msg
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
 from .events import EventStream, open_events
+from .kv import KeyValue, KeyValueConfig, KeyValueStatus, check_bucket, stream_config_of
 from .subscription import Subscription, pull_subscribe, subscribe
 from .stream import Stream
 from .config import (
@@ -305,6 +306,86 @@ class JetStream:
         that contradicts an ordered consumer (a name, acks, replicas) is a ValueError.
         """
         return OrderedConsumer(self, stream, config, fields)
+
+    # -- key-value buckets (ADR-8) -----------------------------------------------
+
+    def create_key_value(self, bucket: str | None = None, *, config: KeyValueConfig | Mapping[str, Any] | None = None,
+                         timeout: Timeout = DEFAULT, **fields: Any) -> KeyValue:
+        """Create the key-value bucket ``bucket`` (the stream ``KV_<bucket>``, made exactly as nats.go makes
+        it) and return it. ``fields`` are :class:`KeyValueConfig`'s (``history``, ``ttl``,
+        ``max_value_size``, ``max_bytes``, ``storage``, ``replicas``, ``compression``, ``description``,
+        ``metadata``, ``placement``, ``republish``, ``limit_marker_ttl``, ``mirror``, ``sources``).
+
+        Blocks for one request (at most ``timeout``). The same config again succeeds; raises
+        ``BucketExistsError`` when the bucket exists with another config, ValueError/TypeError for a bad
+        name or field (nothing sent).
+        """
+        cfg = stream_config_of(config, bucket, fields)
+        try:
+            resp = self._jsapi.request(self._api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        except errors.StreamNameInUseError as exc:
+            raise errors.BucketExistsError(exc.code, exc.err_code, exc.description, stream=cfg.name,
+                                           operation=f"create key-value bucket {cfg.name[3:]!r}") from None
+        return KeyValue(self, StreamInfo.from_response(resp))
+
+    def update_key_value(self, bucket: str | None = None, *, config: KeyValueConfig | Mapping[str, Any] | None = None,
+                         timeout: Timeout = DEFAULT, **fields: Any) -> KeyValue:
+        """Change an existing bucket's configuration (as :meth:`create_key_value` takes it); return it.
+
+        Raises ``BucketNotFoundError``, ``APIError`` for a change the server refuses (history of a
+        bucket with data may change; storage may not).
+        """
+        cfg = stream_config_of(config, bucket, fields)
+        try:
+            resp = self._jsapi.request(self._api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=cfg.name,
+                                             operation=exc.operation) from None
+        return KeyValue(self, StreamInfo.from_response(resp))
+
+    def create_or_update_key_value(self, bucket: str | None = None, *,
+                                   config: KeyValueConfig | Mapping[str, Any] | None = None,
+                                   timeout: Timeout = DEFAULT, **fields: Any) -> KeyValue:
+        """Update the bucket if it exists, else create it; return it (one or two requests)."""
+        stream_config_of(config, bucket, fields)  # every check before the first request
+        try:
+            return self.update_key_value(bucket, config=config, timeout=timeout, **fields)
+        except errors.BucketNotFoundError:
+            return self.create_key_value(bucket, config=config, timeout=timeout, **fields)
+
+    def key_value(self, bucket: str, *, timeout: Timeout = DEFAULT) -> KeyValue:
+        """Bind to the existing bucket ``bucket`` (one STREAM.INFO request, retried).
+
+        Raises ``BucketNotFoundError``, ValueError for a bad name (nothing sent).
+        """
+        name = f"KV_{check_bucket(bucket)}"
+        try:
+            info = self.stream_info(name, timeout=timeout)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=name,
+                                             operation=f"look up key-value bucket {bucket!r}") from None
+        return KeyValue(self, info)
+
+    def delete_key_value(self, bucket: str, *, timeout: Timeout = DEFAULT) -> None:
+        """Delete the bucket and every key in it (one request). Raises ``BucketNotFoundError``."""
+        name = f"KV_{check_bucket(bucket)}"
+        try:
+            self.delete_stream(name, timeout=timeout)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=name,
+                                             operation=f"delete key-value bucket {bucket!r}") from None
+
+    def key_value_names(self, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
+        """The names of the account's buckets, one listing request per page as iteration reaches it."""
+        for name in self.stream_names("$KV.*.>", timeout=timeout):
+            if name.startswith("KV_"):
+                yield name[3:]
+
+    def key_values(self, *, timeout: Timeout = DEFAULT) -> Iterator[KeyValueStatus]:
+        """The :class:`KeyValueStatus` of every bucket of the account, one request per page."""
+        for info in self.streams("$KV.*.>", timeout=timeout):
+            if info.config is not None and info.config.name.startswith("KV_"):
+                yield KeyValueStatus.from_stream_info(info)
 
     # -- events ------------------------------------------------------------------
 

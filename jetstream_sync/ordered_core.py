@@ -54,8 +54,9 @@ def create_request(target: Target, cfg: ConsumerConfig) -> tuple[str, dict[str, 
 
 
 async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[str, Any], str]], sink: Sink,
-                             halted: threading.Event, halt: Callable[[BaseException], Any]) -> str | None:
-    """(loop thread) Create the next server-side consumer of an ordered read; return its name.
+                             halted: threading.Event, halt: Callable[[BaseException], Any]) -> dict[str, Any] | None:
+    """(loop thread) Create the next server-side consumer of an ordered read; return the server's answer
+    (its consumer info, ``name`` and ``num_pending`` among it).
 
     ``request()`` gives (subject, payload, name) afresh for each try. The context's retry policy
     applies first; past it a transient failure is a warning and the next try follows after a pause,
@@ -65,8 +66,8 @@ async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[s
     while not halted.is_set():
         subject, payload, name = request()
         try:
-            await jsapi.request_async(subject, payload, idempotent=True)
-            return name
+            resp = await jsapi.request_async(subject, payload, idempotent=True)
+            return {"name": name, **resp} if isinstance(resp, dict) else {"name": name}
         except errors.APIError as exc:
             if not exc.retriable:
                 halt(exc)
@@ -106,8 +107,11 @@ class OrderedCore:
     consumer sequence, :meth:`lost` turns a missed heartbeat, a drop, a deleted consumer or a
     reconnect into a reset."""
 
-    def __init__(self, target: Target, sink: Sink, cursor: int = 0, spawn: Callable[..., Any] | None = None) -> None:
+    def __init__(self, target: Target, sink: Sink, cursor: int = 0, spawn: Callable[..., Any] | None = None,
+                 created: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self._target = target
+        #: Told the server's answer to each incarnation created (loop thread), before the move goes on.
+        self._created = created
         self._sink = sink
         self._spawn = spawn if spawn is not None else target.conn.loop_thread.spawn
         self.engine: Movable | None = None
@@ -217,13 +221,16 @@ class OrderedCore:
         name, or None when the read ended first (one created meanwhile is deleted at once)."""
         engine = self.engine
         assert engine is not None
-        name = await create_incarnation(self._target.jsapi, lambda: create_request(self._target, config(self.cursor)),
+        resp = await create_incarnation(self._target.jsapi, lambda: create_request(self._target, config(self.cursor)),
                                         self._sink, engine.halted, engine.halt)
+        name = resp["name"] if resp is not None else None
         if name is not None and (engine.ending or engine.halted.is_set()):
             self.delete_soon(name)  # ended while creating: the Terminal did not know this one
             return None
-        if name is not None:
-            self.name = name
+        if resp is not None:
+            self.name = resp["name"]
+            if self._created is not None:
+                self._created(resp)
         return name
 
     def delete_soon(self, name: str) -> None:

@@ -26,17 +26,19 @@ class OrderedPush:
     """The engine of ``subscribe(ordered_consumer=True)`` (loop thread): a :class:`PushEngine` and an
     :class:`~jetstream_sync.ordered_core.OrderedCore` it holds, the core moving the engine to a new
     consumer whenever the consumer sequence skips, a heartbeat is missed, the buffer overflowed or
-    the connection came back. ``named(name)`` is told each new consumer's name."""
+    the connection came back. ``named(name)`` is told each new consumer's name, ``created(answer)``
+    the server's answer to its create (its consumer info)."""
 
     pulls = 0
 
     def __init__(self, base: ConsumerConfig, target: Target, opts: PushOptions, sink: Sink,
-                 named: Callable[[str], Any] = lambda name: None) -> None:
+                 named: Callable[[str], Any] = lambda name: None,
+                 created: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self._base = base
         self._target = target
         self._sink = sink
         self._named = named
-        self._core = OrderedCore(target, sink)
+        self._core = OrderedCore(target, sink, created=created)
         # The sink is the reader's own: nothing stands between the engine and the reader per message.
         self._push = PushEngine(target, opts, sink, hook=self._core, on_end=self._core.ended)
         self._core.bind(self._push, self._move)
