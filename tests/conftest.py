@@ -77,7 +77,7 @@ import time  # noqa: E402
 import jetstream_sync as jss  # noqa: E402
 
 _OUR_THREADS = ("jetstream-sync-loop", "jetstream-sync-events", "jetstream-sync-worker", "jetstream-sync-reporter",
-                "jetstream-sync-progress")
+                "jetstream-sync-progress", "jetstream-sync-kv")
 
 
 def our_threads() -> list[threading.Thread]:
