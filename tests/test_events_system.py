@@ -153,11 +153,17 @@ def test_a_stream_and_a_consumer_that_lose_quorum_say_so_and_the_meta_group_can_
             consumer = stream.create_consumer(durable_name="c", num_replicas=3)
             leader = stream.info().cluster.leader
             # Both leaders on one node: the one left running when the others stop.
-            if consumer.info().cluster.leader != leader:
-                api(app, "$JS.API.CONSUMER.LEADER.STEPDOWN.Q.c", {"placement": {"preferred": leader}})
-            deadline = time.monotonic() + 30
+            # A step-down elects the preferred node only if it is current: ask again until it is.
+            deadline = time.monotonic() + 60
+            asked = 0.0
             while consumer.info().cluster.leader != leader:
                 assert time.monotonic() < deadline, "the consumer's leader never moved to the stream's"
+                if time.monotonic() - asked > 2.0:
+                    asked = time.monotonic()
+                    try:
+                        api(app, "$JS.API.CONSUMER.LEADER.STEPDOWN.Q.c", {"placement": {"preferred": leader}})
+                    except (jss.JetStreamError, AssertionError):
+                        pass  # no leader right now, or one not current yet: the next round asks again
                 time.sleep(0.05)
         survivor = next(n for n in nodes.nodes if n.name == leader)
         with connected(survivor.url, "app") as app, connected(survivor.url, "sys") as system:
