@@ -13,6 +13,7 @@ import copy
 import enum
 import functools
 import numbers
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -72,6 +73,18 @@ def _check_subject_field(subject: object, field: str) -> None:
 def validate_stream_name(name: object, field: str = "stream") -> str:
     """Check a stream name as nats-server does; return it. ``TypeError``/``ValueError`` name ``field``."""
     return _check_name(name, field)
+
+
+_BUCKET = re.compile(r"\A[a-zA-Z0-9_-]+\Z")
+
+
+def check_bucket(bucket: object, name: str = "bucket") -> str:
+    """A key-value bucket or object store name, checked (letters, digits, ``_`` and ``-``); return it."""
+    if not isinstance(bucket, str):
+        raise TypeError(f"{name} must be a str, got {type(bucket).__name__}")
+    if not _BUCKET.match(bucket):
+        raise ValueError(f"{name} {bucket!r} is not a valid bucket name: use letters, digits, '_' and '-'")
+    return bucket
 
 
 def validate_consumer_name(name: object, field: str = "name") -> str:

@@ -46,7 +46,10 @@ The tree::
     ├── ClientClosedError               the client was closed, or used after fork()
     ├── MessageAlreadyAckedError        a second ack/nak/term on one message
     ├── KeyNotFoundError                no value for the key (also a builtins.KeyError)
-    └── InvalidKeyError                 a key-value key the bucket cannot hold (also a ValueError)
+    ├── InvalidKeyError                 a key-value key the bucket cannot hold (also a ValueError)
+    ├── ObjectNotFoundError             no such object in the store (or it was deleted)
+    ├── ObjectAlreadyExistsError        renaming or linking onto a live object
+    └── DigestMismatchError             an object read back is not what was stored
 
 ``APIError`` subclasses are chosen by the server's ``err_code``; an unknown
 code still becomes a plain ``APIError`` carrying the code. Errors about a
@@ -71,6 +74,7 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerNotFoundError",
     "ConsumerTypeError",
+    "DigestMismatchError",
     "DuplicateSubscriptionError",
     "InvalidKeyError",
     "JetStreamError",
@@ -87,6 +91,8 @@ __all__ = [
     "NoServersError",
     "NoStreamForSubjectError",
     "NotConnectedError",
+    "ObjectAlreadyExistsError",
+    "ObjectNotFoundError",
     "PermissionViolationError",
     "SlowConsumerError",
     "StreamNameInUseError",
@@ -225,9 +231,13 @@ class StreamWrongLastSequenceError(APIError):
     err_codes = (10071, 10164)
 
 
-def _kv_name(stream: str | None) -> str | None:
-    """The bucket of a key-value stream name ``KV_<bucket>``."""
-    return stream[3:] if stream and stream.startswith("KV_") else stream
+def _bucket_of(stream: str | None) -> tuple[str, str | None]:
+    """(what it is, its name) of a bucket's stream: ``KV_<bucket>`` or ``OBJ_<store>``."""
+    if stream and stream.startswith("KV_"):
+        return "key-value bucket", stream[3:]
+    if stream and stream.startswith("OBJ_"):
+        return "object store", stream[4:]
+    return "bucket", stream
 
 
 def _kv_key(subject: str | None) -> tuple[str | None, str | None]:
@@ -240,25 +250,29 @@ def _kv_key(subject: str | None) -> tuple[str | None, str | None]:
 
 
 class BucketNotFoundError(StreamNotFoundError):
-    """The key-value bucket does not exist (its stream ``KV_<bucket>`` was not found); ``bucket`` names it."""
+    """The key-value bucket or object store does not exist (its stream ``KV_<bucket>`` or ``OBJ_<store>``
+    was not found); ``bucket`` names it."""
 
     @property
     def bucket(self) -> str | None:
-        return _kv_name(self.stream)
+        return _bucket_of(self.stream)[1]
 
     def _what(self) -> str:
-        return f"key-value bucket {self.bucket!r} not found"
+        kind, name = _bucket_of(self.stream)
+        return f"{kind} {name!r} not found"
 
 
 class BucketExistsError(StreamNameInUseError):
-    """A key-value bucket of that name exists with another configuration; ``bucket`` names it."""
+    """A key-value bucket or object store of that name exists with another configuration; ``bucket``
+    names it."""
 
     @property
     def bucket(self) -> str | None:
-        return _kv_name(self.stream)
+        return _bucket_of(self.stream)[1]
 
     def _what(self) -> str:
-        return f"key-value bucket {self.bucket!r} exists with another configuration"
+        kind, name = _bucket_of(self.stream)
+        return f"{kind} {name!r} exists with another configuration"
 
 
 class KeyExistsError(StreamWrongLastSequenceError):
@@ -507,3 +521,40 @@ class KeyNotFoundError(JetStreamError, builtins.KeyError):
 class InvalidKeyError(JetStreamError, builtins.ValueError):
     """A key (or key filter) a bucket cannot hold; raised before anything is sent. The message names
     the key and the rule: letters, digits and ``-/_=.``, no leading or trailing ``.``, no ``..``."""
+
+
+class ObjectNotFoundError(JetStreamError):
+    """No object ``name`` in object store ``bucket`` (never put, or deleted)."""
+
+    def __init__(self, bucket: str, name: str, message: str | None = None) -> None:
+        self.bucket = bucket
+        self.name = name
+        super().__init__(message or f"object {name!r} not found in object store {bucket!r}")
+
+    def __reduce__(self):
+        return (type(self), (self.bucket, self.name, str(self)))
+
+
+class ObjectAlreadyExistsError(JetStreamError):
+    """A rename (``update_meta``) or a link would replace the live object ``name`` of store ``bucket``."""
+
+    def __init__(self, bucket: str, name: str, message: str | None = None) -> None:
+        self.bucket = bucket
+        self.name = name
+        super().__init__(message or f"object {name!r} already exists in object store {bucket!r}")
+
+    def __reduce__(self):
+        return (type(self), (self.bucket, self.name, str(self)))
+
+
+class DigestMismatchError(JetStreamError):
+    """An object read back does not hash (or size) to what its meta says: ``expected`` and ``actual``
+    are the two digests (``SHA-256=...``). Raised before the reader hands out the last chunk."""
+
+    def __init__(self, message: str, expected: str | None = None, actual: str | None = None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.expected, self.actual))

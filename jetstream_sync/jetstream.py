@@ -28,6 +28,7 @@ from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
 from .events import EventStream, open_events
 from .kv import KeyValue, KeyValueConfig, KeyValueStatus, check_bucket, stream_config_of
+from .object_store import ObjectStore, ObjectStoreConfig, ObjectStoreStatus, object_stream_config
 from .subscription import Subscription, pull_subscribe, subscribe
 from .stream import Stream
 from .config import (
@@ -386,6 +387,71 @@ class JetStream:
         for info in self.streams("$KV.*.>", timeout=timeout):
             if info.config is not None and info.config.name.startswith("KV_"):
                 yield KeyValueStatus.from_stream_info(info)
+
+    # -- object stores (ADR-20) -------------------------------------------------------
+
+    def create_object_store(self, bucket: str | None = None, *,
+                            config: ObjectStoreConfig | Mapping[str, Any] | None = None,
+                            timeout: Timeout = DEFAULT, **fields: Any) -> ObjectStore:
+        """Create the object store ``bucket`` (the stream ``OBJ_<bucket>``, made exactly as nats.go makes
+        it) and return it. ``fields`` are :class:`ObjectStoreConfig`'s (``description``, ``ttl``,
+        ``max_bytes``, ``storage``, ``replicas``, ``compression``, ``metadata``, ``placement``).
+
+        Blocks for one request. The same config again succeeds; raises ``BucketExistsError`` when the
+        store exists with another config, ValueError/TypeError for a bad name or field (nothing sent).
+        """
+        cfg = object_stream_config(config, bucket, fields)
+        try:
+            resp = self._jsapi.request(self._api.stream_create(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        except errors.StreamNameInUseError as exc:
+            raise errors.BucketExistsError(exc.code, exc.err_code, exc.description, stream=cfg.name,
+                                           operation=f"create object store {cfg.name[4:]!r}") from None
+        return ObjectStore(self, StreamInfo.from_response(resp))
+
+    def update_object_store(self, bucket: str | None = None, *,
+                            config: ObjectStoreConfig | Mapping[str, Any] | None = None,
+                            timeout: Timeout = DEFAULT, **fields: Any) -> ObjectStore:
+        """Change an existing store's configuration (as :meth:`create_object_store` takes it); return it.
+        Raises ``BucketNotFoundError``, ``APIError`` for a change the server refuses."""
+        cfg = object_stream_config(config, bucket, fields)
+        try:
+            resp = self._jsapi.request(self._api.stream_update(cfg.name), cfg.to_request(), timeout, idempotent=False)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=cfg.name,
+                                             operation=exc.operation) from None
+        return ObjectStore(self, StreamInfo.from_response(resp))
+
+    def object_store(self, bucket: str, *, timeout: Timeout = DEFAULT) -> ObjectStore:
+        """Bind to the existing object store ``bucket`` (one STREAM.INFO request, retried).
+        Raises ``BucketNotFoundError``, ValueError for a bad name (nothing sent)."""
+        name = f"OBJ_{check_bucket(bucket)}"
+        try:
+            info = self.stream_info(name, timeout=timeout)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=name,
+                                             operation=f"look up object store {bucket!r}") from None
+        return ObjectStore(self, info)
+
+    def delete_object_store(self, bucket: str, *, timeout: Timeout = DEFAULT) -> None:
+        """Delete the store and every object in it (one request). Raises ``BucketNotFoundError``."""
+        name = f"OBJ_{check_bucket(bucket)}"
+        try:
+            self.delete_stream(name, timeout=timeout)
+        except errors.StreamNotFoundError as exc:
+            raise errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=name,
+                                             operation=f"delete object store {bucket!r}") from None
+
+    def object_store_names(self, *, timeout: Timeout = DEFAULT) -> Iterator[str]:
+        """The names of the account's object stores, one listing request per page."""
+        for name in self.stream_names("$O.*.M.>", timeout=timeout):
+            if name.startswith("OBJ_"):
+                yield name[4:]
+
+    def object_stores(self, *, timeout: Timeout = DEFAULT) -> Iterator[ObjectStoreStatus]:
+        """The :class:`ObjectStoreStatus` of every object store of the account, one request per page."""
+        for info in self.streams("$O.*.M.>", timeout=timeout):
+            if info.config is not None and info.config.name.startswith("OBJ_"):
+                yield ObjectStoreStatus.from_stream_info(info)
 
     # -- events ------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import attrs
 
 from . import _html, errors
+from ._codec import check_bucket
 from ._protocol import DEFAULT, Timeout
 from ._time import seconds_to_nanos, to_seconds
 from .config import (
@@ -46,18 +47,8 @@ MAX_HISTORY = 64
 #: The duplicate window of a bucket whose TTL is not shorter (as nats.go).
 DUPLICATE_WINDOW = 120.0
 
-_BUCKET = re.compile(r"\A[a-zA-Z0-9_-]+\Z")
 _KEY = re.compile(r"\A[-/_=.a-zA-Z0-9]+\Z")
 _FILTER = re.compile(r"\A[-/_=.a-zA-Z0-9*>]+\Z")
-
-
-def check_bucket(bucket: Any, name: str = "bucket") -> str:
-    """A bucket name, checked (letters, digits, ``_`` and ``-``); return it. Pure."""
-    if not isinstance(bucket, str):
-        raise TypeError(f"{name} must be a str, got {type(bucket).__name__}")
-    if not _BUCKET.match(bucket):
-        raise ValueError(f"{name} {bucket!r} is not a valid bucket name: use letters, digits, '_' and '-'")
-    return bucket
 
 
 def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:

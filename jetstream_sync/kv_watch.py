@@ -158,6 +158,10 @@ class KeyWatcher:
     second whatever is unread, and the server's consumer is deleted.
     """
 
+    #: How errors name what is watched, and what its ``consume()`` threads are named after.
+    _kind = "bucket"
+    _threads_named = "jetstream-sync-kv-watch"
+
     def __init__(self, js: Any, bucket: str, stream: str, prefix: str, config: ConsumerConfig, *,
                  ignore_deletes: bool = False, updates_only: bool = False, timeout: float | None = None) -> None:
         if not isinstance(ignore_deletes, bool):
@@ -172,9 +176,9 @@ class KeyWatcher:
         self._threads: list[threading.Thread] = []
         #: The first error a ``consume()`` handler raised without an ``error_handler``.
         self.error: BaseException | None = None
-        first = attrs.evolve(config, name="jss_kv_watch", deliver_subject="_")
+        first = attrs.evolve(config, name="jss_watch", deliver_subject="_")
         opts = attrs.evolve(push_options(first), gap_check=False)  # the ordered core resets instead
-        label = f"the watcher of bucket {bucket!r}"
+        label = f"the watcher of {self._kind} {bucket!r}"
         target = target_of(js, stream, first.name, label, opts.deliver_subject)
         if timeout is not None:
             target = attrs.evolve(target, timeout=timeout)
@@ -212,12 +216,16 @@ class KeyWatcher:
                 continue
             return entry
 
-    def _entry(self, msg: Msg) -> KeyValueEntry | None:
-        """The entry of a delivery (None: a marker left out by ``ignore_deletes``); a delivery with
-        nothing pending after it is the caught-up point."""
+    def _entry(self, msg: Msg) -> Any:
+        """The item of a delivery (None: one left out); a delivery with nothing pending after it is the
+        caught-up point."""
         seq, _, pending, ts = msg.metadata_numbers()
         if not pending:
             self._initial_done = True
+        return self._convert(msg, seq, pending, ts)
+
+    def _convert(self, msg: Msg, seq: int, pending: int, ts: int) -> KeyValueEntry | None:
+        """A delivery as the entry it is (None: a marker left out by ``ignore_deletes``)."""
         op = operation_of(msg.headers) if msg._raw_headers else KeyValueOp.PUT
         if op is not KeyValueOp.PUT and self._ignore_deletes:
             return None
@@ -260,7 +268,7 @@ class KeyWatcher:
         if self._threads:
             raise RuntimeError("this watcher is already consuming")
         work: queue.Queue = queue.Queue(maxsize=2 * workers)
-        name = f"jetstream-sync-kv-watch-{self.bucket}"
+        name = f"{self._threads_named}-{self.bucket}"
 
         def run() -> None:
             while True:
@@ -357,7 +365,7 @@ class KeyWatcher:
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("live" if self._initial_done else "reading initial values")
-        return f"<KeyWatcher bucket={self.bucket!r} {state}>"
+        return f"<{type(self).__name__} {self._kind}={self.bucket!r} {state}>"
 
 
 def _empty(q: queue.Queue) -> None:

@@ -77,7 +77,8 @@ import time  # noqa: E402
 import jetstream_sync as jss  # noqa: E402
 
 _OUR_THREADS = ("jetstream-sync-loop", "jetstream-sync-events", "jetstream-sync-worker", "jetstream-sync-reporter",
-                "jetstream-sync-progress", "jetstream-sync-kv")
+                "jetstream-sync-progress", "jetstream-sync-kv",
+                "jetstream-sync-obj")
 
 
 def our_threads() -> list[threading.Thread]:

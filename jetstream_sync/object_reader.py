@@ -1,0 +1,118 @@
+# Reading an object's bytes: ``ObjectReader``, a file-like reader fed by an ordered consumer on the
+# object's chunk subject, its buffering bounded by the pull's byte budget (never by the object).
+#
+# Rule 1: the digest and the size are checked as the last chunk arrives, before its bytes are handed
+#         out: a reader that ran to the end without ``DigestMismatchError`` read exactly what was stored.
+# Rule 2: a reader closed early (or left by an exception) stops its consumer, which deletes the
+#         server-side consumer: nothing is left behind.
+# Rule 3: user-thread only; waits are the message stream's (wakeful, Ctrl-C stops it).
+from __future__ import annotations
+
+import hashlib
+import io
+from typing import Any
+
+from . import errors
+from .object_meta import ObjectInfo, chunk_subject, digest_of
+
+__all__ = ["READ_BUFFER_BYTES", "ObjectReader"]
+
+#: At most this many bytes of chunks wait in the reader's buffer (the ordered pull's byte budget).
+READ_BUFFER_BYTES = 8 * 1024 * 1024
+
+
+class ObjectReader(io.RawIOBase):
+    """An object's bytes as a binary file (``store.get(name)``): ``read``, ``readinto``, ``readall``,
+    ``readline`` and iteration as ``io.RawIOBase`` gives them, a context manager; ``info`` is the
+    object's :class:`ObjectInfo`. Not seekable. Use from one thread.
+
+    Each read blocks until the next chunk is there, at most ``timeout`` seconds per chunk
+    (``TimeoutError``). Raises ``DigestMismatchError`` when the bytes read do not match the stored
+    digest or size (before the last chunk is handed out). Closing it early deletes its consumer.
+    """
+
+    def __init__(self, js: Any, stream: str, info: ObjectInfo, timeout: float | None) -> None:
+        super().__init__()
+        self.info = info
+        self._timeout = timeout
+        self._left = info.chunks
+        self._chunk = memoryview(b"")
+        self._hash = hashlib.sha256()
+        self._read = 0
+        self._msgs: Any = None
+        self._oc: Any = None
+        if info.chunks:
+            self._oc = js.ordered_consumer(stream, filter_subject=chunk_subject(info.bucket, info.nuid))
+            self._msgs = self._oc.messages(max_bytes=READ_BUFFER_BYTES)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Fill ``buffer`` with the next bytes (at most one chunk's worth); 0 at the end of the object."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed ObjectReader")
+        view = memoryview(buffer).cast("B")
+        if not view.nbytes:
+            return 0
+        chunk = self._chunk
+        if not chunk:
+            if not self._left:
+                return 0
+            chunk = self._chunk = memoryview(self._next_chunk())
+        n = min(view.nbytes, chunk.nbytes)
+        view[:n] = chunk[:n]
+        self._chunk = chunk[n:]
+        return n
+
+    def _next_chunk(self) -> bytes:
+        try:
+            msg = self._msgs.next(self._timeout)
+        except StopIteration:
+            raise errors.JetStreamError(f"reading object {self.info.name!r}: the read was stopped") from None
+        data = msg.data
+        self._hash.update(data)
+        self._read += len(data)
+        self._left -= 1
+        if not self._left:
+            self._finish()
+        return data
+
+    def _finish(self) -> None:
+        """The last chunk arrived: stop the consumer and check size and digest."""
+        self._stop()
+        info = self.info
+        actual = digest_of(self._hash)
+        if self._read != info.size:
+            raise errors.DigestMismatchError(
+                f"object {info.name!r} of store {info.bucket!r}: read {self._read} bytes in {info.chunks} chunks, "
+                f"its meta says {info.size}", info.digest, actual)
+        if info.digest and actual != info.digest:
+            raise errors.DigestMismatchError(
+                f"object {info.name!r} of store {info.bucket!r}: the bytes read hash to {actual}, its meta says "
+                f"{info.digest}", info.digest, actual)
+
+    def _stop(self) -> None:
+        msgs, self._msgs = self._msgs, None
+        if msgs is not None:
+            msgs.stop()
+
+    def readall(self) -> bytes:
+        """Every byte left, in one ``bytes`` (grown chunk by chunk, never copied whole per chunk)."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed ObjectReader")
+        out = bytearray(self._chunk)
+        self._chunk = memoryview(b"")
+        while self._left:
+            out += self._next_chunk()
+        return bytes(out)
+
+    def close(self) -> None:
+        """Stop reading; a consumer still running is deleted (without waiting for the server). Idempotent."""
+        if not self.closed:
+            self._stop()
+        super().close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self._read} of {self.info.size} bytes read"
+        return f"<ObjectReader {self.info.bucket}/{self.info.name} {state}>"
