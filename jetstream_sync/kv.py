@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 import re
 import time
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -481,12 +481,15 @@ class KeyValue:
         """The keys that have a value, each once, matching ``filters`` (default every key; ``*`` and a
         trailing ``>`` allowed) — filtered by the server, not here. An empty bucket yields nothing.
 
-        A generator over a headers-only watcher read to its caught-up point (nothing stored before the
-        call is missed); the watcher and its server-side consumer end when the generator does (or is
-        closed). Raises ``InvalidKeyError`` before anything is sent.
+        A generator over a headers-only watcher, started by the first ``next()`` and read to its
+        caught-up point (nothing stored before the call is missed); the watcher and its server-side
+        consumer end when the generator does (or is closed). Raises ``InvalidKeyError`` at the call,
+        before anything is sent.
         """
-        watcher = self.watch(list(filters) or ">", ignore_deletes=True, meta_only=True, timeout=timeout)
-        return _keys_of(watcher)
+        keys = list(filters) or [">"]
+        for key in keys:
+            check_key(key, wildcards=True, name="filters")
+        return _keys_of(lambda: self.watch(keys, ignore_deletes=True, meta_only=True, timeout=timeout))
 
     def _snapshot(self, keys: Any, *, timeout: Timeout, **options: Any) -> list[KeyValueEntry]:
         with self.watch(keys, timeout=timeout, **options) as watcher:
@@ -547,9 +550,10 @@ class KeyValue:
         return f"<KeyValue {self.bucket!r}>"
 
 
-def _keys_of(watcher: KeyWatcher) -> Iterator[str]:
+def _keys_of(open_watcher: Callable[[], KeyWatcher]) -> Iterator[str]:
+    """The keys a watcher opened at the first ``next()`` reads to its caught-up point, each once."""
     seen: set[str] = set()
-    with watcher:
+    with open_watcher() as watcher:
         for entry in watcher.initial():
             if entry.key not in seen:
                 seen.add(entry.key)

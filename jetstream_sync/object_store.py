@@ -320,9 +320,11 @@ class ObjectStore:
 
     def list(self, *, show_deleted: bool = False, timeout: Timeout = DEFAULT) -> Iterator[ObjectInfo]:
         """Every object of the store (deleted ones too with ``show_deleted``); an empty store yields
-        nothing. A generator over a watcher read to its caught-up point; its consumer ends with it."""
-        watcher = self.watch(ignore_deletes=not show_deleted, timeout=timeout)
-        return _initial_of(watcher)
+        nothing. A generator over a watcher started by the first ``next()`` and read to its caught-up
+        point; its consumer ends with it."""
+        if not isinstance(show_deleted, bool):
+            raise TypeError(f"show_deleted must be a bool, got {show_deleted!r}")
+        return _initial_of(lambda: self.watch(ignore_deletes=not show_deleted, timeout=timeout))
 
     def watch(self, *, include_history: bool = False, ignore_deletes: bool = False, updates_only: bool = False,
               timeout: Timeout = DEFAULT) -> ObjectWatcher:
@@ -509,8 +511,9 @@ class ObjectStore:
         return f"<ObjectStore {self.bucket!r}>"
 
 
-def _initial_of(watcher: ObjectWatcher) -> Iterator[ObjectInfo]:
-    with watcher:
+def _initial_of(open_watcher: Callable[[], ObjectWatcher]) -> Iterator[ObjectInfo]:
+    """The infos a watcher opened at the first ``next()`` reads to its caught-up point, the last per name."""
+    with open_watcher() as watcher:
         seen: dict[str, ObjectInfo] = {}
         for info in watcher.initial():
             seen[info.name] = info

@@ -342,6 +342,14 @@ def test_an_abandoned_keys_generator_leaves_no_consumer(js, kv):
     wait_for(lambda: consumers_of(js, kv) == [], 5, what="the keys() consumer to be deleted")
 
 
+def test_keys_opens_its_watcher_only_when_iterated_but_checks_filters_at_the_call(api_spy, js, kv):
+    kv.put("a", b"1")
+    it = kv.keys()
+    assert consumers_of(js, kv) == []
+    assert list(it) == ["a"]
+    assert_sends_nothing(api_spy, js, lambda: kv.keys("a..b"), jss.InvalidKeyError, "not a valid key")
+
+
 # --- the watcher ---------------------------------------------------------------------------------
 
 
