@@ -29,12 +29,13 @@ from . import errors
 from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, Waiter
 from ._protocol import VALID_SUBJECTS, check_int, prepare_pub, pub_command_parts
+from ._time import seconds_to_nanos, to_seconds
 from .config import PubAck, validate_stream_name
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["Publisher", "publish_headers", "publish_parts"]
+__all__ = ["Publisher", "publish_headers", "publish_parts", "ttl_header"]
 
 #: The headers of the publish options: deduplication, and the checks the server makes before storing.
 MSG_ID = "Nats-Msg-Id"
@@ -42,6 +43,8 @@ EXPECTED_STREAM = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+#: The header of a per-message TTL (ADR-43; the stream needs ``allow_msg_ttl``).
+TTL = "Nats-TTL"
 
 _SWEEP_INTERVAL = 0.25
 _LAZY = object()
@@ -56,10 +59,30 @@ def _check_str(value: Any, name: str) -> str:
     return value
 
 
+def ttl_header(ttl: Any, name: str = "ttl") -> str:
+    """``ttl`` (seconds, a timedelta, or "never") as the ``Nats-TTL`` header's value (pure).
+
+    Whole seconds as an integer (``"2"``), fractional ones as a Go duration (``"1.5s"``: the server
+    refuses ``"1.5"``). Raises ValueError naming ``name`` below 1 second, TypeError for another type.
+    """
+    if ttl == "never":
+        return "never"
+    if isinstance(ttl, str):
+        raise ValueError(f"{name} must be seconds, a timedelta or 'never', got {ttl!r}")
+    seconds = to_seconds(ttl, name)
+    if seconds is None or not seconds >= 1 or seconds == float("inf"):
+        raise ValueError(f"{name} must be at least 1 second (or 'never'), got {ttl!r}")
+    ns = seconds_to_nanos(seconds)
+    whole, frac = divmod(ns, 1_000_000_000)
+    if not frac:
+        return str(whole)
+    return f"{whole}.{frac:09d}".rstrip("0") + "s"
+
+
 def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None,
                     expected_stream: str | None = None, expected_last_seq: int | None = None,
                     expected_last_subject_seq: int | None = None,
-                    expected_last_msg_id: str | None = None) -> Mapping[str, Any] | None:
+                    expected_last_msg_id: str | None = None, ttl: Any = None) -> Mapping[str, Any] | None:
     """The headers of one publish: ``headers`` plus one header per option given (pure, no I/O).
 
     ``headers`` comes back as it is when no option is given; otherwise a new :class:`Headers` in
@@ -81,6 +104,8 @@ def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None
         extra[EXPECTED_LAST_SUBJ_SEQ] = str(check_int(expected_last_subject_seq, "expected_last_subject_seq", 0))
     if expected_last_msg_id is not None:
         extra[EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
+    if ttl is not None:
+        extra[TTL] = ttl_header(ttl)
     if not extra:
         return headers
     return Headers.from_multi({**(Headers(headers).multi() if headers else {}),
@@ -90,14 +115,14 @@ def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None
 def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[str, Any] | None = None,
                   msg_id: str | None = None, expected_stream: str | None = None,
                   expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
-                  expected_last_msg_id: str | None = None) -> tuple[bytes, bytes]:
+                  expected_last_msg_id: str | None = None, ttl: Any = None) -> tuple[bytes, bytes]:
     """Check one publish; return the PUB command's bytes before and after the reply subject.
 
     Runs on the calling thread, no I/O. Raises TypeError/ValueError naming the argument (see
     :func:`publish_headers` and ``_protocol.prepare_pub``), nothing sent.
     """
     if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
-            and expected_last_subject_seq is None and expected_last_msg_id is None:
+            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None:
         if type(data) is bytes and type(subject) is str and subject in VALID_SUBJECTS and len(data) <= max_payload:
             # The common publish, of a subject already checked: prepare_pub's result, built in place.
             return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(data) + data + b"\r\n"
@@ -105,7 +130,7 @@ def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[st
     else:
         subject, payload, hdr = prepare_pub(subject, data, publish_headers(
             headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-            expected_last_msg_id), max_payload)
+            expected_last_msg_id, ttl), max_payload)
     return pub_command_parts(subject, payload, hdr)
 
 

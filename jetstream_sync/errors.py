@@ -27,7 +27,9 @@ The tree::
     │   ├── StreamWrongLastSequenceError    10071, 10164  (expected_last_seq / _subject_seq failed)
     │   │   ├── KeyExistsError              kv.create(): the key has a value
     │   │   └── KeyRevisionMismatchError    kv.update(): the key's revision is another
-    │   └── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
+    │   ├── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
+    │   ├── MessageTTLInvalidError          10165  (a publish's ttl the server refuses)
+    │   └── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
     ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
     ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
@@ -86,6 +88,8 @@ __all__ = [
     "MessageAlreadyAckedError",
     "MessageGapError",
     "MessageNotFoundError",
+    "MessageTTLDisabledError",
+    "MessageTTLInvalidError",
     "NoHeartbeatError",
     "NoRespondersError",
     "NoServersError",
@@ -313,6 +317,23 @@ class StreamWrongLastMsgIdError(APIError):
     err_codes = (10070,)
 
 
+class MessageTTLInvalidError(APIError):
+    """The server refused a publish's ``ttl`` (``Nats-TTL``)."""
+
+    err_codes = (10165,)
+
+
+class MessageTTLDisabledError(APIError):
+    """A publish with ``ttl`` to a stream that does not allow per-message TTLs: create or update the
+    stream with ``allow_msg_ttl=True``."""
+
+    err_codes = (10166,)
+
+    def _what(self) -> str:
+        where = f"stream {self.stream!r}" if self.stream else "the stream"
+        return f"{where} does not allow per-message TTLs: set allow_msg_ttl=True on it"
+
+
 _REGISTRY: dict[int, type[APIError]] = {
     code: cls
     for cls in (
@@ -325,6 +346,8 @@ _REGISTRY: dict[int, type[APIError]] = {
         StreamWrongStreamError,
         StreamWrongLastSequenceError,
         StreamWrongLastMsgIdError,
+        MessageTTLInvalidError,
+        MessageTTLDisabledError,
     )
     for code in cls.err_codes
 }

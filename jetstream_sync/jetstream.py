@@ -520,7 +520,7 @@ class JetStream:
     def publish(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                 msg_id: str | None = None, expected_stream: str | None = None,
                 expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
-                expected_last_msg_id: str | None = None,
+                expected_last_msg_id: str | None = None, ttl: Any = None,
                 timeout: Timeout = DEFAULT) -> PubAck:
         """Publish to a stream and block until the server stores it; return the ``PubAck``.
 
@@ -528,7 +528,9 @@ class JetStream:
         Ctrl-C lands; a publish given up (interrupted, timed out) leaves no
         slot of the window taken, though the server may still store it. With
         ``msg_id`` the server deduplicates within the stream's duplicate
-        window, so the call is retried per ``retry`` on timeouts and no responders.
+        window, so the call is retried per ``retry`` on timeouts and no responders. ``ttl`` (seconds,
+        a timedelta or "never"; at least 1 s) removes the message after that long (the stream needs
+        ``allow_msg_ttl``, else ``MessageTTLDisabledError``).
 
         Raises ``NoRespondersError`` when no stream captures ``subject`` (at once
         without ``msg_id``; after the retries with it),
@@ -537,7 +539,7 @@ class JetStream:
         """
         t = self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
-                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
+                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id, ttl)
         limit = t if t is not None else 3600.0
 
         if msg_id is None:
@@ -547,7 +549,7 @@ class JetStream:
     def publish_async(self, subject: str, data: bytes | str = b"", *, headers: Mapping[str, Any] | None = None,
                       msg_id: str | None = None, expected_stream: str | None = None,
                       expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
-                      expected_last_msg_id: str | None = None,
+                      expected_last_msg_id: str | None = None, ttl: Any = None,
                       timeout: Timeout = DEFAULT) -> "concurrent.futures.Future[PubAck]":
         """Publish without waiting for the PubAck; return a ``concurrent.futures.Future[PubAck]``.
 
@@ -559,7 +561,7 @@ class JetStream:
         """
         t = self._timeout if timeout is DEFAULT else self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
-                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id)
+                                   expected_last_seq, expected_last_subject_seq, expected_last_msg_id, ttl)
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
 
     def publish_async_pending(self) -> int:

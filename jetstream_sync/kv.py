@@ -22,7 +22,8 @@ import attrs
 from . import _html, errors
 from ._codec import check_bucket
 from ._protocol import DEFAULT, Timeout
-from ._time import seconds_to_nanos, to_seconds
+from ._publish import ttl_header
+from ._time import to_seconds
 from .config import (
     DiscardPolicy,
     Placement,
@@ -40,7 +41,6 @@ __all__ = ["KeyValue", "KeyValueConfig", "KeyValueEntry", "KeyValueOp", "KeyValu
            "check_key", "stream_config_of"]
 
 ROLLUP = "Nats-Rollup"
-TTL = "Nats-TTL"
 
 #: The most history a bucket keeps per key (the server's limit on max msgs per subject for KV).
 MAX_HISTORY = 64
@@ -70,17 +70,6 @@ def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:
                 raise errors.InvalidKeyError(f"{name} {key!r} is not a valid key filter: '*' stands for one whole "
                                              f"token and '>' only for the last")
     return key
-
-
-def _ttl_header(ttl: Any, name: str = "ttl") -> str:
-    """``ttl`` (seconds, timedelta, or "never") as the ``Nats-TTL`` header's value; at least 1 s."""
-    if ttl == "never":
-        return "never"
-    seconds = to_seconds(ttl, name)
-    if seconds is None or seconds < 1:
-        raise ValueError(f"{name} must be at least 1 second (or 'never'), got {ttl!r}")
-    ns = seconds_to_nanos(seconds)
-    return f"{ns // 1_000_000_000}s" if ns % 1_000_000_000 == 0 else f"{ns}ns"
 
 
 def _optional_seconds(value: Any, name: str, minimum: float = 0.0) -> float | None:
@@ -361,10 +350,11 @@ class KeyValue:
     # -- writes ----------------------------------------------------------------
 
     def _publish(self, key: str, value: bytes, headers: Mapping[str, Any] | None, last: int | None,
-                 timeout: Timeout, mismatch: type[errors.APIError]) -> int:
+                 timeout: Timeout, mismatch: type[errors.APIError], ttl: Any = None) -> int:
         subject = self._prefix + key
         try:
-            ack = self._js.publish(subject, value, headers=headers, expected_last_subject_seq=last, timeout=timeout)
+            ack = self._js.publish(subject, value, headers=headers, expected_last_subject_seq=last, ttl=ttl,
+                                   timeout=timeout)
         except errors.StreamWrongLastSequenceError as exc:
             raise mismatch(exc.code, exc.err_code, exc.description, stream=self.stream_name, subject=subject,
                            operation=exc.operation) from None
@@ -391,16 +381,17 @@ class KeyValue:
         """
         check_key(key)
         data = _value(value)
-        headers = {TTL: _ttl_header(ttl)} if ttl is not None else None
+        if ttl is not None:
+            ttl_header(ttl)  # checked before anything is sent
         try:
-            return self._publish(key, data, headers, 0, timeout, errors.KeyExistsError)
+            return self._publish(key, data, None, 0, timeout, errors.KeyExistsError, ttl)
         except errors.KeyExistsError as exc:
             entry = self._entry(key, None, timeout)
             if entry is None or entry.operation is KeyValueOp.PUT:
                 raise
             first = exc
         try:  # the last entry is a marker: the key is free, as long as nobody wrote it meanwhile
-            return self._publish(key, data, headers, entry.revision, timeout, errors.KeyExistsError)
+            return self._publish(key, data, None, entry.revision, timeout, errors.KeyExistsError, ttl)
         except errors.KeyExistsError:
             raise first from None
 
@@ -433,10 +424,10 @@ class KeyValue:
         that long. ``last``: only if the key is at that revision. Blocks until stored.
         """
         check_key(key)
-        headers = {KV_OPERATION: "PURGE", ROLLUP: "sub"}
         if ttl is not None:
-            headers[TTL] = _ttl_header(ttl)
-        return self._publish(key, b"", headers, self._last(last), timeout, errors.KeyRevisionMismatchError)
+            ttl_header(ttl)  # checked before anything is sent
+        return self._publish(key, b"", {KV_OPERATION: "PURGE", ROLLUP: "sub"}, self._last(last), timeout,
+                             errors.KeyRevisionMismatchError, ttl)
 
     @staticmethod
     def _last(last: Any) -> int | None:
