@@ -544,6 +544,11 @@ def test_a_bucket_config_survives_the_trip_through_its_stream_config(config):
     assert KeyValueConfig.from_stream_config(stream).stream_config() == stream
 
 
+def test_a_default_bucket_config_survives_the_trip_through_its_stream_config():
+    config = KeyValueConfig(bucket="defaults")
+    assert KeyValueConfig.from_stream_config(config.stream_config()) == config
+
+
 def test_a_sourcing_buckets_stream_config_is_stable_through_the_round_trip():
     config = KeyValueConfig(bucket="all", sources=["east", StreamSource(name="KV_west")])
     stream = config.stream_config()
