@@ -123,7 +123,8 @@ class KeyValueConfig:
     max_value_size: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_value_size"))
     #: Largest bucket in bytes (None: unlimited).
     max_bytes: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_bytes"))
-    storage: StorageType | None = attrs.field(default=None, converter=lambda v: None if v is None else StorageType(v))
+    storage: StorageType = attrs.field(default=StorageType.FILE,
+                                       converter=lambda v: StorageType.FILE if v is None else StorageType(v))
     replicas: int = attrs.field(default=1, validator=attrs.validators.and_(attrs.validators.instance_of(int),
                                                                          attrs.validators.in_(range(1, 6))))
     compression: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -151,7 +152,7 @@ class KeyValueConfig:
             name=f"KV_{self.bucket}", description=self.description, max_msgs_per_subject=self.history,
             max_bytes=self.max_bytes if self.max_bytes is not None else -1, max_age=ttl or 0.0,
             max_msg_size=self.max_value_size if self.max_value_size is not None else -1,
-            storage=self.storage or StorageType.FILE, num_replicas=self.replicas, placement=self.placement,
+            storage=self.storage, num_replicas=self.replicas, placement=self.placement,
             allow_rollup_hdrs=True, deny_delete=True, duplicate_window=duplicates, max_msgs=-1, max_consumers=-1,
             allow_direct=True, republish=self.republish, discard=DiscardPolicy.NEW,
             compression=StoreCompression.S2 if self.compression else StoreCompression.NONE, metadata=self.metadata)
@@ -184,12 +185,13 @@ class KeyValueConfig:
 
 
 def _kv_source(src: StreamSource, into: str | None = None) -> StreamSource:
-    """A bucket source as its stream source: ``KV_`` prefixed, and (sources) its keys moved into ``into``."""
+    """A bucket source as its stream source: ``KV_`` prefixed and (sources) its keys moved into bucket
+    ``into``, unless it is an external source of the same name (as nats.go)."""
     name = src.name if src.name.startswith("KV_") else f"KV_{src.name}"
-    if into is None or src.subject_transforms or src.external is not None:
+    if into is None or src.subject_transforms:
         return attrs.evolve(src, name=name)
     origin = name[3:]
-    if origin == into:
+    if src.external is not None and origin == into:
         return attrs.evolve(src, name=name)
     return attrs.evolve(src, name=name, subject_transforms=[
         SubjectTransform(src=f"$KV.{origin}.>", dest=f"$KV.{into}.>")])

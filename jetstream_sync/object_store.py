@@ -55,7 +55,8 @@ class ObjectStoreConfig:
     ttl: float | None = attrs.field(default=None, converter=lambda v: _seconds(v, "ttl"))
     #: Largest store in bytes (None: unlimited).
     max_bytes: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_bytes"))
-    storage: StorageType | None = attrs.field(default=None, converter=lambda v: None if v is None else StorageType(v))
+    storage: StorageType = attrs.field(default=StorageType.FILE,
+                                       converter=lambda v: StorageType.FILE if v is None else StorageType(v))
     replicas: int = attrs.field(default=1, validator=attrs.validators.and_(attrs.validators.instance_of(int),
                                                                          attrs.validators.in_(range(1, 6))))
     compression: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -68,7 +69,7 @@ class ObjectStoreConfig:
         return StreamConfig(
             name=f"OBJ_{b}", description=self.description, subjects=[f"$O.{b}.C.>", f"$O.{b}.M.>"],
             max_age=self.ttl or 0.0, max_bytes=self.max_bytes if self.max_bytes is not None else -1,
-            storage=self.storage or StorageType.FILE, num_replicas=self.replicas, placement=self.placement,
+            storage=self.storage, num_replicas=self.replicas, placement=self.placement,
             discard=DiscardPolicy.NEW, allow_rollup_hdrs=True, allow_direct=True,
             compression=StoreCompression.S2 if self.compression else StoreCompression.NONE, metadata=self.metadata)
 
