@@ -3,7 +3,8 @@
 # finishes on its own), and once interrupting the kernel (SIGINT, as Jupyter's
 # ■ button does) while a cell blocks in next() or in a messages() loop; checks
 # what a notebook user sees: prompt control after the interrupt, a usable
-# client, the live consume display, and no kernel or nats-server left behind.
+# client, the live consume display, a key-value bucket's view, and no kernel
+# or nats-server left behind.
 from __future__ import annotations
 
 import asyncio
@@ -222,6 +223,17 @@ def test_the_notebook_runs_unattended_as_nbconvert_execute_does(tmp_path):
     assert "left in the stopped iterator: []" in texts[following[waiting[1]]]
     assert "b'one more' in" in texts[following[waiting[1]]]
 
+    # The key-value cells: the bucket shows its keys and values; a watcher's snapshot, then a live change.
+    bucket = next(cell for _, cell in code if "create_key_value" in cell.source)
+    view = [out.data["text/html"] for out in bucket.outputs if out.output_type == "execute_result"]
+    assert len(view) == 1 and "<strong>Key-value bucket</strong>" in view[0], bucket.outputs
+    for key, value in (("theme", "dark"), ("language", "en"), ("page.size", "100")):
+        assert f">{key}</th>" in view[0] and f">{value}</td>" in view[0], view[0]
+    watch = next(i for i, cell in code if "kv.watch()" in cell.source)
+    assert texts[watch].splitlines() == ["theme = dark (revision 1)", "language = en (revision 2)",
+                                         "page.size = 100 (revision 4)", "caught up: True",
+                                         "changed: theme = light (revision 5)"], texts[watch]
+
 
 @pytest.mark.timeout(180)
 def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path):
@@ -269,7 +281,7 @@ def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path)
     html = [out.data["text/html"] for _, cell in code for out in cell.outputs
             if out.output_type in ("display_data", "execute_result") and "text/html" in out.get("data", {})]
     for kind in ("<strong>StreamInfo</strong>", "<strong>PubAck</strong>", "<strong>ConsumerInfo</strong>",
-                 "<strong>ConsumeStats</strong>"):
+                 "<strong>ConsumeStats</strong>", "<strong>Key-value bucket</strong>"):
         assert any(kind in h for h in html), f"no {kind} display"
 
     # The live display: shown while running, updated in place, stored with its final state.
