@@ -1,11 +1,11 @@
 # The ``jetstream-sync`` command line: an admin tool for JetStream in the spirit of the `nats`
-# CLI's jetstream commands (account, stream, consumer, pub) plus `server` and `demo`.
+# CLI's jetstream commands (account, stream, consumer, pub, kv) plus `server` and `demo`.
 # This module builds the parser, sets up logging and is the error boundary: every failure
 # becomes one stderr line and an exit code from _errors (documented in docs/cli.md).
 """``jetstream-sync`` / ``python -m jetstream_sync``: the command line.
 
 Entry point: :func:`main`. Each command lives in its own module (``account``, ``stream``,
-``consumer``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
+``consumer``, ``kv``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import traceback
 from typing import Sequence
 
 from .. import __version__
-from . import account, consumer, demo, events, pub, request, server, stream, sub as sub_command
+from . import account, consumer, demo, events, kv, pub, request, server, stream, sub as sub_command
 from ._args import Parser, UsageError, common_options, opt
 from ._errors import EXIT_CODES_HELP, OK, exit_code, one_line
 from ._output import Output
@@ -29,8 +29,8 @@ __all__ = ["build_parser", "main"]
 PROG = "jetstream-sync"
 
 _DESCRIPTION = """\
-Manage NATS JetStream streams and consumers, publish and pull messages, run an embedded
-server. Connection and output options work before or after the command.
+Manage NATS JetStream streams, consumers and key-value buckets, publish and pull messages,
+run an embedded server. Connection and output options work before or after the command.
 """
 
 
@@ -41,7 +41,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_options(shown=False)  # the commands accept them too; their help points here
-    for module in (account, stream, consumer, pub, sub_command, request, events, server, demo):
+    for module in (account, stream, consumer, kv, pub, sub_command, request, events, server, demo):
         module.register(sub, common)
     return parser
 

@@ -33,7 +33,8 @@ exit codes:
   0    success
   1    the server refused or the operation failed (JetStream API error, timeout, ...)
   2    usage error: unknown flag, missing argument, bad value, invalid config
-  3    not found: stream, consumer or message; `consumer next` got no message in time
+  3    not found: stream, consumer, message, key-value bucket or key; `consumer next`
+       got no message in time
   4    cannot connect or not authorized (no server reachable, bad credentials,
        permission denied)
   130  interrupted (Ctrl-C)
@@ -53,7 +54,7 @@ class CommandError(Exception):
 
 
 class NotFound(CommandError):
-    """A stream, consumer or message that does not exist (exit 3), named in the message."""
+    """A stream, consumer, message, bucket or key that does not exist (exit 3), named in the message."""
 
     code = NOT_FOUND
 
