@@ -330,6 +330,9 @@ class MessageTTLDisabledError(APIError):
     err_codes = (10166,)
 
     def _what(self) -> str:
+        if self.subject and self.subject.startswith("$KV."):
+            return (f"key-value bucket {_kv_key(self.subject)[0]!r} does not allow per-key TTLs: create it with "
+                    f"limit_marker_ttl")
         where = f"stream {self.stream!r}" if self.stream else "the stream"
         return f"{where} does not allow per-message TTLs: set allow_msg_ttl=True on it"
 

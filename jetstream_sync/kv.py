@@ -324,6 +324,10 @@ class KeyValue:
             return None
         except errors.StreamNotFoundError as exc:
             raise self._missing(exc) from None
+        except errors.NoRespondersError:
+            # A direct get nobody answers: the bucket is gone (or JetStream is): the stream's info says which.
+            self.status(timeout=timeout)
+            raise
         if msg.subject != subject:
             return None
         return entry_from_stored(self.bucket, self._prefix, msg)

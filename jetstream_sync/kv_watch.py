@@ -27,7 +27,7 @@ from ._handle import target_of
 from ._loop import WAKE_INTERVAL
 from ._time import Timestamp
 from .config import AckPolicy, ConsumerConfig, DeliverPolicy, StoredMsg
-from .consume import MessageStream, check_handlers
+from .consume import MessageStream, _logging_configured, check_handlers
 from .message import Msg
 from .ordered_push import OrderedPush
 from .push import push_options
@@ -174,8 +174,12 @@ class KeyWatcher:
         self._initial_done = updates_only
         self._stopped = False
         self._threads: list[threading.Thread] = []
-        #: The first error a ``consume()`` handler raised without an ``error_handler``.
+        #: The first error a ``consume()`` handler raised without an ``error_handler``, or the one that
+        #: ended the watch.
         self.error: BaseException | None = None
+        #: How many times a ``consume()`` handler raised without an ``error_handler``.
+        self.handler_errors = 0
+        self._shown: set[tuple] = set()
         first = attrs.evolve(config, name="jss_watch", deliver_subject="_")
         opts = attrs.evolve(push_options(first), gap_check=False)  # the ordered core resets instead
         label = f"the watcher of {self._kind} {bucket!r}"
@@ -191,6 +195,16 @@ class KeyWatcher:
 
         self._stream = MessageStream(target, opts, engine=engine)
         self._stream._what = f"next() on {label}"
+        self._stream_name = stream
+        if self._stream._engine.halted.is_set():  # refused at once (no such bucket): say so here
+            try:
+                self._stream.next(1.0)
+            except errors.StreamNotFoundError as exc:
+                raise self._gone(exc) from None
+
+    def _gone(self, exc: errors.APIError) -> errors.BucketNotFoundError:
+        return errors.BucketNotFoundError(exc.code, exc.err_code, exc.description, stream=self._stream_name,
+                                          operation=exc.operation)
 
     # -- reading ---------------------------------------------------------------
 
@@ -207,7 +221,10 @@ class KeyWatcher:
             if initial and self._initial_done:
                 return None
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            item = self._stream.next(left)
+            try:
+                item = self._stream.next(left)
+            except errors.StreamNotFoundError as exc:
+                raise self._gone(exc) from None
             if type(item) is not Msg:  # the mark: caught up with nothing delivered
                 self._initial_done = True
                 continue
@@ -261,8 +278,9 @@ class KeyWatcher:
                 error_handler: Callable[[BaseException], Any] | None = None) -> "KeyWatcher":
         """Run ``handler(entry)`` for every entry on ``workers`` threads of this watcher (in order with one
         worker), until :meth:`stop`. Returns at once. A handler's exception goes to ``error_handler``
-        (on the same worker), else it is logged with its traceback and kept in :attr:`error`; the
-        watch goes on. Raises TypeError/ValueError for bad arguments, RuntimeError when already consuming.
+        (on the same worker), else it is kept in :attr:`error` and shown once per error (an ERROR
+        record with its traceback when the application configured logging, else on stderr as an
+        uncaught thread exception is); the watch goes on. Raises TypeError/ValueError for bad arguments, RuntimeError when already consuming.
         """
         check_handlers(handler, error_handler, workers)
         if self._threads:
@@ -286,7 +304,7 @@ class KeyWatcher:
                     else:
                         if self.error is None:
                             self.error = exc
-                        log.exception("jetstream_sync: handler of %s raised on %r", name, entry)
+                        self._show(exc, entry, name)
 
         def feed() -> None:
             try:
@@ -325,6 +343,28 @@ class KeyWatcher:
         for t in self._threads:
             t.start()
         return self
+
+    def _show(self, exc: BaseException, entry: Any, name: str) -> None:
+        """No error_handler: a handler's exception is shown once per error type and text (later ones
+        alike only counted): an ERROR record with its traceback when the application configured
+        logging, else as an uncaught thread exception (``threading.excepthook``) on stderr."""
+        key = (type(exc), str(exc))
+        self.handler_errors += 1
+        if key in self._shown:
+            return
+        if len(self._shown) < 100:
+            self._shown.add(key)
+        note = (f"jetstream_sync: raised by the handler of {name} on {entry!r}; the watch goes on. Shown once "
+                f"per error; pass error_handler= to handle errors yourself.")
+        if _logging_configured(log):
+            log.error("%s", note, exc_info=exc)
+            return
+        exc.add_note(note)
+        try:
+            threading.excepthook(threading.ExceptHookArgs(  # type: ignore[call-arg]
+                (type(exc), exc, exc.__traceback__, threading.current_thread())))
+        except Exception:
+            log.exception("jetstream_sync: threading.excepthook raised")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the watch ended (stopped, or ended by an error) and its threads are done, at most

@@ -261,6 +261,9 @@ class ObjectStore:
             return None
         except errors.StreamNotFoundError as exc:
             raise self._missing(exc) from None
+        except errors.NoRespondersError:
+            self.status(timeout=timeout)  # a direct get nobody answers: BucketNotFoundError if the store is gone
+            raise
         if not msg.data:
             return None
         return ObjectInfo.from_json(msg.data, msg.time if isinstance(msg.time, Timestamp) else None)

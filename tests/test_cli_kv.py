@@ -187,12 +187,12 @@ def test_create_and_purge_with_a_ttl_set_the_per_key_ttl(js, nats_server):
     kv = js.create_key_value("CLI_KV_TTL", storage="memory", limit_marker_ttl=60)
     rev = as_json(cli("kv", "create", "CLI_KV_TTL", "lease", "holder-1", "--ttl", "1m", "--json",
                       server=nats_server))["revision"]
-    assert js.stream("KV_CLI_KV_TTL").get_msg(rev).headers["Nats-TTL"] == "60s"
+    assert js.stream("KV_CLI_KV_TTL").get_msg(rev).headers["Nats-TTL"] == "60"
     kv.put("gone", "x")
     rev = as_json(cli("kv", "purge", "CLI_KV_TTL", "gone", "-f", "--ttl", "2m", "--json",
                       server=nats_server))["revision"]
     headers = js.stream("KV_CLI_KV_TTL").get_msg(rev).headers
-    assert (headers["KV-Operation"], headers["Nats-Rollup"], headers["Nats-TTL"]) == ("PURGE", "sub", "120s")
+    assert (headers["KV-Operation"], headers["Nats-Rollup"], headers["Nats-TTL"]) == ("PURGE", "sub", "120")
     fails(cli("kv", "create", "CLI_KV_TTL", "short", "x", "--ttl", "500ms", server=nats_server), 2,
           "ttl must be at least 1 second")
 

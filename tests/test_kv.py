@@ -540,3 +540,52 @@ def test_a_bucket_shows_its_status_and_first_keys_in_a_notebook(kv):
     kv.put("greeting", "<hello>")
     html = kv._repr_html_()
     assert kv.bucket in html and "greeting" in html and "&lt;hello&gt;" in html
+
+
+# --- a bucket deleted under its users, errors that name what to do ------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_every_call_on_a_deleted_bucket_raises_bucket_not_found(js, kv):
+    kv.put("a", b"1")
+    js.delete_key_value(kv.bucket)
+    for call in (lambda: kv.get("a"), lambda: "a" in kv, lambda: list(kv.keys()), lambda: kv.history("a"),
+                 lambda: kv.watch(), lambda: kv.put("a", b"2"), lambda: kv.status()):
+        with pytest.raises(jss.BucketNotFoundError, match=f"key-value bucket '{kv.bucket}' not found"):
+            call()
+
+
+def test_a_per_key_ttl_on_a_bucket_without_limit_marker_ttl_says_what_to_set(kv):
+    with pytest.raises(jss.MessageTTLDisabledError, match="create it with limit_marker_ttl") as err:
+        kv.create("lease", b"me", ttl=5)
+    assert err.value.err_code == 10166
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("logging_configured", [False, True])
+def test_a_failing_consume_handler_without_error_handler_is_shown_once_per_error(kv, monkeypatch, caplog,
+                                                                                 logging_configured):
+    import jetstream_sync.kv_watch as kv_watch
+
+    monkeypatch.setattr(kv_watch, "_logging_configured", lambda logger: logging_configured)
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: hooked.append(args.exc_value))
+    seen = []
+
+    def handler(entry):
+        seen.append(entry.key)
+        raise ValueError("bad value")
+
+    with kv.watch() as w:
+        w.consume(handler)
+        kv.put("a", b"1")
+        kv.put("b", b"1")
+        wait_for(lambda: len(seen) == 2, 10, what="both entries handled")
+    logged = [r for r in caplog.records if r.name == "jetstream_sync.kv_watch" and r.levelname == "ERROR"]
+    if logging_configured:  # the application reads its log: one record with the traceback
+        assert hooked == [] and len(logged) == 1 and "pass error_handler=" in logged[0].getMessage()
+        assert logged[0].exc_info[1] is w.error
+    else:  # shown as an uncaught thread exception is, with a note saying what to do
+        assert [str(e) for e in hooked] == ["bad value"] and logged == []
+        assert "pass error_handler=" in hooked[0].__notes__[0]
+    assert w.handler_errors == 2 and isinstance(w.error, ValueError)
