@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from . import errors
 from ._headers import decode_headers, encode_headers
 from ._time import Timestamp, format_time, nanos_to_seconds, parse_time, seconds_to_nanos, to_seconds
 
@@ -85,6 +86,31 @@ def check_bucket(bucket: object, name: str = "bucket") -> str:
     if not _BUCKET.match(bucket):
         raise ValueError(f"{name} {bucket!r} is not a valid bucket name: use letters, digits, '_' and '-'")
     return bucket
+
+
+_KEY = re.compile(r"\A[-/_=.a-zA-Z0-9]+\Z")
+_KEY_FILTER = re.compile(r"\A[-/_=.a-zA-Z0-9*>]+\Z")
+
+
+def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:
+    """A key (``wildcards``: a watch or keys filter, ``*`` tokens and a trailing ``>`` allowed); return it.
+
+    Raises ``InvalidKeyError`` (a ValueError) naming the key and the rule, TypeError for a non-str. Pure.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"{name} must be a str, got {type(key).__name__}")
+    rule = (_KEY_FILTER if wildcards else _KEY).match(key)
+    if not rule or key.startswith(".") or key.endswith(".") or ".." in key:
+        allowed = "letters, digits and -/_=." + (", '*' tokens and a trailing '>'" if wildcards else "")
+        raise errors.InvalidKeyError(f"{name} {key!r} is not a valid key: use {allowed}; no leading or trailing "
+                                     f"'.' and no '..'")
+    if wildcards:
+        tokens = key.split(".")
+        for i, token in enumerate(tokens):
+            if ("*" in token or ">" in token) and token not in ("*", ">") or token == ">" and i != len(tokens) - 1:
+                raise errors.InvalidKeyError(f"{name} {key!r} is not a valid key filter: '*' stands for one whole "
+                                             f"token and '>' only for the last")
+    return key
 
 
 def validate_consumer_name(name: object, field: str = "name") -> str:

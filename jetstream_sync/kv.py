@@ -13,14 +13,13 @@
 from __future__ import annotations
 
 import numbers
-import re
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 
 from . import _html, errors
-from ._codec import check_bucket
+from ._codec import check_bucket, check_key
 from ._protocol import DEFAULT, Timeout
 from ._publish import ttl_header
 from ._time import to_seconds
@@ -47,29 +46,6 @@ MAX_HISTORY = 64
 #: The duplicate window of a bucket whose TTL is not shorter (as nats.go).
 DUPLICATE_WINDOW = 120.0
 
-_KEY = re.compile(r"\A[-/_=.a-zA-Z0-9]+\Z")
-_FILTER = re.compile(r"\A[-/_=.a-zA-Z0-9*>]+\Z")
-
-
-def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:
-    """A key (``wildcards``: a watch or keys filter, ``*`` tokens and a trailing ``>`` allowed); return it.
-
-    Raises ``InvalidKeyError`` (a ValueError) naming the key and the rule, TypeError for a non-str. Pure.
-    """
-    if not isinstance(key, str):
-        raise TypeError(f"{name} must be a str, got {type(key).__name__}")
-    rule = (_FILTER if wildcards else _KEY).match(key)
-    if not rule or key.startswith(".") or key.endswith(".") or ".." in key:
-        allowed = "letters, digits and -/_=." + (", '*' tokens and a trailing '>'" if wildcards else "")
-        raise errors.InvalidKeyError(f"{name} {key!r} is not a valid key: use {allowed}; no leading or trailing "
-                                     f"'.' and no '..'")
-    if wildcards:
-        tokens = key.split(".")
-        for i, token in enumerate(tokens):
-            if ("*" in token or ">" in token) and token not in ("*", ">") or token == ">" and i != len(tokens) - 1:
-                raise errors.InvalidKeyError(f"{name} {key!r} is not a valid key filter: '*' stands for one whole "
-                                             f"token and '>' only for the last")
-    return key
 
 
 def _optional_seconds(value: Any, name: str, minimum: float = 0.0) -> float | None:

@@ -54,21 +54,21 @@ def _checked(check: Callable[[str], str], text: str) -> str:
 
 def bucket_name(text: str) -> str:
     """A bucket name: letters, digits, ``_`` and ``-``."""
-    from ..kv import check_bucket  # late: jetstream_sync.kv loads the client; only kv commands need it
+    from .._codec import check_bucket  # late: only kv commands need it
 
     return _checked(check_bucket, text)
 
 
 def key_name(text: str) -> str:
     """A key: letters, digits and ``-/_=.``; no leading or trailing ``.``, no ``..``."""
-    from ..kv import check_key  # late: as bucket_name
+    from .._codec import check_key  # late: as bucket_name
 
     return _checked(check_key, text)
 
 
 def key_filter(text: str) -> str:
     """A key or a filter of keys: ``*`` stands for one token, a trailing ``>`` for the rest."""
-    from ..kv import check_key  # late: as bucket_name
+    from .._codec import check_key  # late: as bucket_name
 
     return _checked(lambda t: check_key(t, wildcards=True, name="key filter"), text)
 
