@@ -5,7 +5,7 @@
 """``jetstream-sync`` / ``python -m jetstream_sync``: the command line.
 
 Entry point: :func:`main`. Each command lives in its own module (``account``, ``stream``,
-``consumer``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
+``consumer``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``, ``object``) with a ``register(subparsers, common)`` function.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Sequence
 
 from .. import __version__
 from . import account, consumer, demo, events, pub, request, server, stream, sub as sub_command
+from . import object as object_command
 from ._args import Parser, UsageError, common_options, opt
 from ._errors import EXIT_CODES_HELP, OK, exit_code, one_line
 from ._output import Output
@@ -43,6 +44,7 @@ def build_parser() -> Parser:
     common = common_options(shown=False)  # the commands accept them too; their help points here
     for module in (account, stream, consumer, pub, sub_command, request, events, server, demo):
         module.register(sub, common)
+    object_command.register(sub, common)
     return parser
 
 
