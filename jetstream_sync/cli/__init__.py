@@ -5,7 +5,8 @@
 """``jetstream-sync`` / ``python -m jetstream_sync``: the command line.
 
 Entry point: :func:`main`. Each command lives in its own module (``account``, ``stream``,
-``consumer``, ``kv``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``) with a ``register(subparsers, common)`` function.
+``consumer``, ``kv``, ``pub``, ``sub``, ``request``, ``events``, ``server``, ``demo``, ``object``) with a
+``register(subparsers, common)`` function.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Sequence
 
 from .. import __version__
 from . import account, consumer, demo, events, kv, pub, request, server, stream, sub as sub_command
+from . import object as object_command
 from ._args import Parser, UsageError, common_options, opt
 from ._errors import EXIT_CODES_HELP, OK, exit_code, one_line
 from ._output import Output
@@ -29,7 +31,7 @@ __all__ = ["build_parser", "main"]
 PROG = "jetstream-sync"
 
 _DESCRIPTION = """\
-Manage NATS JetStream streams, consumers and key-value buckets, publish and pull messages,
+Manage NATS JetStream streams, consumers, key-value buckets and object stores, publish and pull messages,
 run an embedded server. Connection and output options work before or after the command.
 """
 
@@ -43,6 +45,7 @@ def build_parser() -> Parser:
     common = common_options(shown=False)  # the commands accept them too; their help points here
     for module in (account, stream, consumer, kv, pub, sub_command, request, events, server, demo):
         module.register(sub, common)
+    object_command.register(sub, common)
     return parser
 
 

@@ -33,7 +33,7 @@ exit codes:
   0    success
   1    the server refused or the operation failed (JetStream API error, timeout, ...)
   2    usage error: unknown flag, missing argument, bad value, invalid config
-  3    not found: stream, consumer, message, key-value bucket or key; `consumer next`
+  3    not found: stream, consumer, message, key-value bucket or key, object store or object; `consumer next`
        got no message in time
   4    cannot connect or not authorized (no server reachable, bad credentials,
        permission denied)

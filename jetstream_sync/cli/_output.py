@@ -174,16 +174,17 @@ def fmt_bool(value: bool | None) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def progress_bar(total: int, wanted: bool | None, desc: str, unit: str = "msg") -> Any:
+def progress_bar(total: int | None, wanted: bool | None, desc: str, unit: str = "msg", **options: Any) -> Any:
     """A tqdm bar on stderr: on when ``wanted`` is True, off when False, else on if stderr is a TTY.
 
-    Returns a tqdm instance (disabled bars cost next to nothing per ``update``).
+    ``options`` go to tqdm (``unit_scale``, ``unit_divisor`` for a bar counting bytes); ``total`` None
+    draws a counter. Returns a tqdm instance (disabled bars cost next to nothing per ``update``).
     """
-    from tqdm import tqdm  # late: only pub --count and demo draw a bar
+    from tqdm import tqdm  # late: only pub --count, demo and object put/get draw a bar
 
     show = sys.stderr.isatty() if wanted is None else wanted
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not show,
-                dynamic_ncols=True, mininterval=0.1, leave=True)
+                dynamic_ncols=True, mininterval=0.1, leave=True, **options)
 
 
 def payload_text(data: bytes) -> str:
