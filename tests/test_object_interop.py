@@ -238,6 +238,23 @@ def test_a_size_that_does_not_match_raises_digest_mismatch(js, obs):
         obs.get_bytes("t")
 
 
+@pytest.mark.xfail(strict=True, raises=jss.TimeoutError,
+                   reason="the reader waits for the chunk count of the meta; it does not end at the last chunk "
+                          "stored (nothing pending after it)")
+@pytest.mark.timeout(60)
+def test_a_chunk_missing_from_the_stream_raises_digest_mismatch_instead_of_waiting(js, obs):
+    # As nats.go reads: the last chunk on the subject (nothing pending after it) ends the object.
+    info = obs.put("t", os.urandom(4500), chunk_size=1000)
+    stream = js.stream(obs.stream_name)
+    seqs = [seq for seq in range(1, stream.info().state.last_seq + 1)
+            if stream.get_msg(seq).subject == f"$O.{obs.bucket}.C.{info.nuid}"]
+    stream.delete_msg(seqs[2])
+    with obs.get("t", timeout=5) as reader:
+        got, error = read_in_chunks(reader, 1000)
+    assert isinstance(error, jss.DigestMismatchError)
+    assert len(b"".join(got)) < 4000
+
+
 # --- nats-py -------------------------------------------------------------------------------------
 
 

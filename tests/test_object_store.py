@@ -34,6 +34,15 @@ KiB = 1024
 MiB = 1024 * KiB
 CHUNK = 1000  # a small chunk size: several chunks from a few KiB
 
+# Known failures, kept so that the fix shows: the fix removes the mark.
+PUT_PURGE_RACES_CHUNKS_IN_FLIGHT = pytest.mark.xfail(
+    strict=False, reason="a failed put purges its chunks while some are still in flight; those are stored after "
+                         "the purge and stay")
+DELETED_STORE_IS_NOT_BUCKET_NOT_FOUND = pytest.mark.xfail(
+    strict=True, raises=(jss.JetStreamNotEnabledError, jss.StreamNotFoundError),
+    reason="on a deleted store the direct get finds no responder (JetStreamNotEnabledError) and list() raises "
+           "StreamNotFoundError")
+
 
 @pytest.fixture
 def bucket():
@@ -155,7 +164,8 @@ def test_a_missing_store_is_bucket_not_found(js, bucket):
         js.update_object_store(bucket, description="x")
 
 
-@pytest.mark.parametrize("call", ["status"])
+@pytest.mark.parametrize("call", [pytest.param(c, marks=DELETED_STORE_IS_NOT_BUCKET_NOT_FOUND)
+                                  for c in ("info", "get", "put", "delete", "list")] + ["status"])
 def test_a_store_deleted_under_a_handle_is_bucket_not_found(js, obs, call):
     obs.put("a", b"1")
     js.delete_object_store(obs.bucket)
@@ -353,6 +363,55 @@ def test_putting_over_a_deleted_object_stores_it_again(js, obs):
 
 
 BIG_CHUNK = 128 * KiB
+# A failed put has up to SENT chunks in flight (unacknowledged) when it fails; a purge that does not wait
+# for them leaves a few behind now and then, so each test fails a put FAILED_PUTS times.
+SENT = 40
+FAILED_PUTS = 20
+PIECE = os.urandom(BIG_CHUNK)
+
+
+def failing_put(obs, how: str, name: str) -> None:
+    """A put that fails after publishing SENT chunks of 128 KiB, the way ``how`` says."""
+    if how == "source raises":
+        def source():
+            for _ in range(SENT):
+                yield PIECE
+            raise RuntimeError("disk gone")
+        exc, call = RuntimeError, lambda: obs.put(name, source())
+    elif how == "source yields a str":
+        exc, call = TypeError, lambda: obs.put(name, iter([PIECE] * SENT + ["not bytes"]))
+    else:
+        def progress(done, total):
+            if done == SENT * BIG_CHUNK:
+                raise KeyboardInterrupt
+        exc, call = KeyboardInterrupt, lambda: obs.put(name, PIECE * (2 * SENT), progress=progress)
+    with pytest.raises(exc):
+        call()
+
+
+@PUT_PURGE_RACES_CHUNKS_IN_FLIGHT
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["source raises", "source yields a str", "progress interrupts"])
+def test_a_failed_put_purges_its_chunks_and_leaves_the_old_object(js, obs, how):
+    old = obs.put("obj", DATA, chunk_size=CHUNK)
+    before = stream_state(js, obs).last_seq
+    for _ in range(FAILED_PUTS):
+        failing_put(obs, how, "obj")
+    wait_until_stored(js, obs, before, FAILED_PUTS * SENT)
+    assert stored_subjects(js, obs) == {chunk_subject(obs.bucket, old.nuid): 11, meta_subject(obs.bucket, "obj"): 1}
+    assert obs.info("obj").nuid == old.nuid
+    assert obs.get_bytes("obj") == DATA
+
+
+@PUT_PURGE_RACES_CHUNKS_IN_FLIGHT
+@pytest.mark.timeout(120)
+def test_a_failed_first_put_leaves_nothing(js, obs):
+    for _ in range(FAILED_PUTS):
+        failing_put(obs, "source raises", "new")
+    wait_until_stored(js, obs, 0, FAILED_PUTS * SENT)
+    assert stored_subjects(js, obs) == {}
+    with pytest.raises(jss.ObjectNotFoundError):
+        obs.info("new")
 
 
 def test_a_chunk_size_above_max_payload_is_a_value_error_naming_both_before_anything_is_sent(api_spy, client,
