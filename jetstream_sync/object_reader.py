@@ -76,6 +76,13 @@ class ObjectReader(io.RawIOBase):
         self._left -= 1
         if not self._left:
             self._finish()
+        elif not msg.metadata_numbers()[2]:
+            # Nothing more is stored for this object, and its meta promised more chunks: it is short.
+            self._stop()
+            info = self.info
+            raise errors.DigestMismatchError(
+                f"object {info.name!r} of store {info.bucket!r}: its chunks end after {info.chunks - self._left} "
+                f"of {info.chunks} ({self._read} of {info.size} bytes)", info.digest, digest_of(self._hash))
         return data
 
     def _finish(self) -> None:

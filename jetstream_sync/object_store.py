@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import hashlib
 import io
 import numbers
 import os
 import pathlib
+import stat
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -178,7 +180,8 @@ def _chunks(source: Any, size: int) -> tuple[Iterator[bytes], int | None, Callab
         return (bytes(view[i:i + size]) for i in range(0, view.nbytes, size)), view.nbytes, lambda: None
     if isinstance(source, pathlib.PurePath):
         f = open(source, "rb")  # noqa: SIM115 - closed by the put
-        return _read_chunks(f, size), os.fstat(f.fileno()).st_size, f.close
+        st = os.fstat(f.fileno())
+        return _read_chunks(f, size), st.st_size if stat.S_ISREG(st.st_mode) else None, f.close
     if hasattr(source, "read"):
         if isinstance(source, io.TextIOBase):
             raise TypeError("source is a text file: open it in binary mode ('rb')")
@@ -192,7 +195,8 @@ def _chunks(source: Any, size: int) -> tuple[Iterator[bytes], int | None, Callab
 def _remaining(f: Any) -> int | None:
     try:
         if f.seekable():
-            return os.fstat(f.fileno()).st_size - f.tell()
+            st = os.fstat(f.fileno())
+            return st.st_size - f.tell() if stat.S_ISREG(st.st_mode) else None
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         pass
     return None
@@ -300,12 +304,15 @@ class ObjectStore:
     def get_file(self, name: str, path: str | os.PathLike, *, timeout: Timeout = DEFAULT,
                  progress: Callable[[int, int | None], Any] | None = None) -> ObjectInfo:
         """Write object ``name`` to the file ``path`` (memory bounded by the reader's buffer); return its
-        info. A read that fails removes the partial file. ``progress(done, total)`` runs on the calling
-        thread after each chunk. See :meth:`get`."""
+        info. A regular file is written beside ``path`` and renamed onto it once the digest checked out,
+        so a read that fails leaves ``path`` as it was (a pipe or a device is written directly).
+        ``progress(done, total)`` runs on the calling thread after each chunk. See :meth:`get`."""
         target = pathlib.Path(path)
         with self.get(name, timeout=timeout) as reader:
+            special = target.exists() and not target.is_file()  # a pipe or a device: written as it is
+            part = target if special else target.with_name(f".{target.name}.{new_nuid()[:8]}.part")
             try:
-                with open(target, "wb") as out:
+                with open(part, "wb") as out:
                     buf = bytearray(max(reader.info.chunk_size, DEFAULT_CHUNK_SIZE))
                     view = memoryview(buf)
                     done = 0
@@ -317,8 +324,11 @@ class ObjectStore:
                         done += n
                         if progress is not None:
                             progress(done, reader.info.size)
+                if not special:
+                    os.replace(part, target)
             except BaseException:
-                target.unlink(missing_ok=True)
+                if not special:
+                    part.unlink(missing_ok=True)
                 raise
             return reader.info
 
@@ -374,13 +384,17 @@ class ObjectStore:
             previous = self._info(name, timeout)
             nuid = new_nuid()
             subject = chunk_subject(self.bucket, nuid)
+            in_flight: collections.deque = collections.deque()
             try:
-                size, chunks, digest = self._send_chunks(subject, pieces, total, chunk_size, progress, timeout)
+                size, chunks, digest = self._send_chunks(subject, pieces, total, chunk_size, progress, timeout,
+                                                         in_flight)
                 info = ObjectInfo(name=name, bucket=self.bucket, description=description,
                                   headers=Headers(headers or {}), metadata=dict(metadata or {}), nuid=nuid, size=size,
                                   chunks=chunks, digest=digest, chunk_size=chunk_size)
                 ack = self._store_meta(info, timeout)
             except BaseException:
+                # Chunks still in flight would be stored after a purge sent now: let them land first.
+                _settle(in_flight, self._js._resolve_timeout(timeout))
                 self._purge_quietly(subject)
                 raise
         finally:
@@ -390,11 +404,11 @@ class ObjectStore:
         return attrs.evolve(info, mtime=ack)
 
     def _send_chunks(self, subject: str, pieces: Iterator[bytes], total: int | None, chunk_size: int,
-                     progress: Callable[[int, int | None], Any] | None, timeout: Timeout) -> tuple[int, int, str]:
+                     progress: Callable[[int, int | None], Any] | None, timeout: Timeout,
+                     in_flight: collections.deque) -> tuple[int, int, str]:
         js = self._js
         window = max(2, PUT_WINDOW_BYTES // chunk_size)
         wait = js._resolve_timeout(timeout)
-        in_flight: collections.deque = collections.deque()
         sha = hashlib.sha256()
         size = chunks = 0
         for piece in pieces:
@@ -403,11 +417,13 @@ class ObjectStore:
             size += len(piece)
             chunks += 1
             while len(in_flight) > window:
-                in_flight.popleft().result(wait)
+                in_flight[0].result(wait)
+                in_flight.popleft()
             if progress is not None:
                 progress(size, total)
-        for fut in in_flight:
-            fut.result(wait)
+        while in_flight:
+            in_flight[0].result(wait)
+            in_flight.popleft()
         return size, chunks, digest_of(sha)
 
     def _store_meta(self, info: ObjectInfo, timeout: Timeout) -> Timestamp:
@@ -513,6 +529,17 @@ class ObjectStore:
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.bucket!r}>"
+
+
+def _settle(in_flight: collections.deque, limit: float | None) -> None:
+    """Wait (at most ``limit`` seconds in all, in wakeful slices) until every publish in flight has an
+    answer, whatever it is: what a failed put purges must be all it wrote."""
+    deadline = time.monotonic() + (limit if limit is not None else 30.0)
+    for fut in in_flight:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        concurrent.futures.wait([fut], timeout=left)
 
 
 def _initial_of(open_watcher: Callable[[], ObjectWatcher]) -> Iterator[ObjectInfo]:

@@ -238,9 +238,6 @@ def test_a_size_that_does_not_match_raises_digest_mismatch(js, obs):
         obs.get_bytes("t")
 
 
-@pytest.mark.xfail(strict=True, raises=jss.TimeoutError,
-                   reason="the reader waits for the chunk count of the meta; it does not end at the last chunk "
-                          "stored (nothing pending after it)")
 @pytest.mark.timeout(60)
 def test_a_chunk_missing_from_the_stream_raises_digest_mismatch_instead_of_waiting(js, obs):
     # As nats.go reads: the last chunk on the subject (nothing pending after it) ends the object.

@@ -34,16 +34,6 @@ KiB = 1024
 MiB = 1024 * KiB
 CHUNK = 1000  # a small chunk size: several chunks from a few KiB
 
-# Known failures, kept so that the fix shows: the fix removes the mark.
-PUT_PURGE_RACES_CHUNKS_IN_FLIGHT = pytest.mark.xfail(
-    strict=False, reason="a failed put purges its chunks while some are still in flight; those are stored after "
-                         "the purge and stay")
-DELETED_STORE_IS_NOT_BUCKET_NOT_FOUND = pytest.mark.xfail(
-    strict=True, raises=(jss.JetStreamNotEnabledError, jss.StreamNotFoundError),
-    reason="on a deleted store the direct get finds no responder (JetStreamNotEnabledError) and list() raises "
-           "StreamNotFoundError")
-
-
 @pytest.fixture
 def bucket():
     return "O" + uuid.uuid4().hex[:10]
@@ -164,8 +154,7 @@ def test_a_missing_store_is_bucket_not_found(js, bucket):
         js.update_object_store(bucket, description="x")
 
 
-@pytest.mark.parametrize("call", [pytest.param(c, marks=DELETED_STORE_IS_NOT_BUCKET_NOT_FOUND)
-                                  for c in ("info", "get", "put", "delete", "list")] + ["status"])
+@pytest.mark.parametrize("call", ["info", "get", "put", "delete", "list", "status"])
 def test_a_store_deleted_under_a_handle_is_bucket_not_found(js, obs, call):
     obs.put("a", b"1")
     js.delete_object_store(obs.bucket)
@@ -389,7 +378,6 @@ def failing_put(obs, how: str, name: str) -> None:
         call()
 
 
-@PUT_PURGE_RACES_CHUNKS_IN_FLIGHT
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("how", ["source raises", "source yields a str", "progress interrupts"])
 def test_a_failed_put_purges_its_chunks_and_leaves_the_old_object(js, obs, how):
@@ -403,7 +391,6 @@ def test_a_failed_put_purges_its_chunks_and_leaves_the_old_object(js, obs, how):
     assert obs.get_bytes("obj") == DATA
 
 
-@PUT_PURGE_RACES_CHUNKS_IN_FLIGHT
 @pytest.mark.timeout(120)
 def test_a_failed_first_put_leaves_nothing(js, obs):
     for _ in range(FAILED_PUTS):
@@ -518,19 +505,23 @@ def test_get_file_of_a_missing_object_creates_no_file(obs, tmp_path):
     assert not target.exists()
 
 
-def test_a_failed_get_file_removes_the_partial_file_and_its_consumer(js, obs, tmp_path):
+def test_a_failed_get_file_leaves_the_target_as_it_was_and_no_consumer(js, obs, tmp_path):
     obs.put("f", os.urandom(40 * BIG_CHUNK))
     target = tmp_path / "out.bin"
+    target.write_bytes(b"the previous version")
 
     def progress(done, total):
         if done >= 3 * BIG_CHUNK:
-            assert target.stat().st_size > 0
+            assert target.read_bytes() == b"the previous version"  # written beside it, renamed at the end
             raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
         obs.get_file("f", str(target), progress=progress)
-    assert not target.exists()
+    assert target.read_bytes() == b"the previous version"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]  # no partial file left beside it
     wait_for(lambda: consumers_of(js, obs) == [], 10, what="the reader's consumer to be deleted")
+    obs.get_file("f", target)
+    assert target.stat().st_size == 40 * BIG_CHUNK
 
 
 def test_a_digest_mismatch_in_get_file_removes_the_partial_file(js, obs, tmp_path):
