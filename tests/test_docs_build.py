@@ -41,7 +41,7 @@ def test_the_docs_build_with_warnings_as_errors_and_every_page_is_in_the_site(bu
     built = {p.stem for p in built_site.glob("*.html")}
     assert pages <= built, f"pages not built: {sorted(pages - built)}"
     for page in ("quickstart", "concepts", "consuming", "threading", "errors", "publishing", "spark", "server",
-                 "cli", "migration", "api", "kv"):
+                 "cli", "migration", "api", "kv", "objects"):
         assert page in pages, f"docs/{page}.md is missing"
 
 

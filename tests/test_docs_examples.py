@@ -162,7 +162,7 @@ def test_every_example_on_the_page_runs_against_a_real_server(page, tmp_path):
 def test_the_readme_and_every_docs_page_with_code_have_runnable_examples():
     runnable = {p.relative_to(ROOT).as_posix() for p in PAGES if "```python" in p.read_text()}
     assert "README.md" in runnable
-    for page in ("quickstart", "consuming", "threading", "errors", "server", "spark", "kv"):
+    for page in ("quickstart", "consuming", "threading", "errors", "server", "spark", "kv", "objects"):
         assert f"docs/{page}.md" in runnable
 
 

@@ -3,8 +3,8 @@
 # finishes on its own), and once interrupting the kernel (SIGINT, as Jupyter's
 # ■ button does) while a cell blocks in next() or in a messages() loop; checks
 # what a notebook user sees: prompt control after the interrupt, a usable
-# client, the live consume display, a key-value bucket's view, and no kernel
-# or nats-server left behind.
+# client, the live consume display, a key-value bucket's view, an object
+# store's view, and no kernel or nats-server left behind.
 from __future__ import annotations
 
 import asyncio
@@ -234,6 +234,19 @@ def test_the_notebook_runs_unattended_as_nbconvert_execute_does(tmp_path):
                                          "page.size = 100 (revision 4)", "caught up: True",
                                          "changed: theme = light (revision 5)"], texts[watch]
 
+    # The object store cells: the store shows its objects and sizes; a reader's bytes, then the object's info.
+    store = next(i for i, cell in code if "create_object_store" in cell.source)
+    assert texts[store] == "weights.bin: 1048576 bytes in 8 chunks\n", texts[store]
+    view = [out.data["text/html"] for out in nb.cells[store].outputs if out.output_type == "execute_result"]
+    assert len(view) == 1 and "<strong>Object store</strong>" in view[0], nb.cells[store].outputs
+    for name, size in (("notes.txt", "21 B"), ("weights.bin", "1.0 MiB")):
+        assert f">{name}</th>" in view[0] and size in view[0], view[0]
+    read = next(i for i, cell in code if "readinto" in cell.source)
+    assert texts[read] == "read 1048576 bytes of 1048576, digest checked\n", texts[read]
+    shown = [out.data["text/html"] for out in nb.cells[read].outputs if out.output_type == "execute_result"]
+    assert len(shown) == 1 and "<strong>Object</strong> <code>weights.bin</code>" in shown[0], nb.cells[read].outputs
+    assert "SHA-256=" in shown[0] and ">8</td>" in shown[0], shown[0]
+
 
 @pytest.mark.timeout(180)
 def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path):
@@ -281,7 +294,8 @@ def test_the_notebook_runs_under_a_real_kernel_and_survives_interrupts(tmp_path)
     html = [out.data["text/html"] for _, cell in code for out in cell.outputs
             if out.output_type in ("display_data", "execute_result") and "text/html" in out.get("data", {})]
     for kind in ("<strong>StreamInfo</strong>", "<strong>PubAck</strong>", "<strong>ConsumerInfo</strong>",
-                 "<strong>ConsumeStats</strong>", "<strong>Key-value bucket</strong>"):
+                 "<strong>ConsumeStats</strong>", "<strong>Key-value bucket</strong>", "<strong>Object store</strong>",
+                 "<strong>Object</strong>"):
         assert any(kind in h for h in html), f"no {kind} display"
 
     # The live display: shown while running, updated in place, stored with its final state.
