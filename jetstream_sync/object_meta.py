@@ -72,7 +72,8 @@ class ObjectInfo:
     #: ``SHA-256=<URL-safe base64>`` ("" for a link or a deleted object).
     digest: str = ""
     deleted: bool = False
-    #: When the meta was stored (the server's time, nanoseconds kept); None on an info not read back.
+    #: When the meta was stored: the server's time (nanoseconds kept) on an info read back, the client's
+    #: clock on the info a put, ``update_meta`` or link returns; None on an info built by hand.
     mtime: Timestamp | None = None
     #: What this object links to (None: it holds data).
     link: ObjectLink | None = None

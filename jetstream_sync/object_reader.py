@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import Any
+from typing import Any, Callable
 
 from . import errors
 from .object_meta import ObjectInfo, chunk_subject, digest_of
@@ -27,13 +27,16 @@ class ObjectReader(io.RawIOBase):
     object's :class:`ObjectInfo`. Not seekable. Use from one thread.
 
     Each read blocks until the next chunk is there, at most ``timeout`` seconds per chunk
-    (``TimeoutError``). Raises ``DigestMismatchError`` when the bytes read do not match the stored
+    (``TimeoutError``; ``ObjectNotFoundError`` when the object was deleted or replaced meanwhile). Raises ``DigestMismatchError`` when the bytes read do not match the stored
     digest or size (before the last chunk is handed out). Closing it early deletes its consumer.
     """
 
-    def __init__(self, js: Any, stream: str, info: ObjectInfo, timeout: float | None) -> None:
+    def __init__(self, js: Any, stream: str, info: ObjectInfo, timeout: float | None,
+                 store_info: Callable[[], ObjectInfo | None] = lambda: None) -> None:
         super().__init__()
         self.info = info
+        #: The object's info as the store has it now (None: gone), asked when a chunk is late.
+        self._store_info = store_info
         self._timeout = timeout
         self._left = info.chunks
         self._chunk = memoryview(b"")
@@ -70,6 +73,9 @@ class ObjectReader(io.RawIOBase):
             msg = self._msgs.next(self._timeout)
         except StopIteration:
             raise errors.JetStreamError(f"reading object {self.info.name!r}: the read was stopped") from None
+        except errors.TimeoutError:
+            self._replaced()
+            raise
         data = msg.data
         self._hash.update(data)
         self._read += len(data)
@@ -84,6 +90,20 @@ class ObjectReader(io.RawIOBase):
                 f"object {info.name!r} of store {info.bucket!r}: its chunks end after {info.chunks - self._left} "
                 f"of {info.chunks} ({self._read} of {info.size} bytes)", info.digest, digest_of(self._hash))
         return data
+
+    def _replaced(self) -> None:
+        """A chunk did not come in time: if the object was replaced or deleted meanwhile (its chunks
+        purged), say that instead of the timeout."""
+        info = self.info
+        try:
+            now = self._store_info()
+        except errors.JetStreamError:
+            return  # the timeout says enough
+        if now is None or now.deleted or now.nuid != info.nuid:
+            self._stop()
+            what = "deleted" if now is None or now.deleted else "replaced by a new version"
+            raise errors.ObjectNotFoundError(info.bucket, info.name, f"object {info.name!r} of store "
+                                             f"{info.bucket!r} was {what} while it was read")
 
     def _finish(self) -> None:
         """The last chunk arrived: stop the consumer and check size and digest."""

@@ -193,10 +193,13 @@ def _chunks(source: Any, size: int) -> tuple[Iterator[bytes], int | None, Callab
 
 
 def _remaining(f: Any) -> int | None:
+    """The bytes left to read in a seekable file (a regular file, an ``io.BytesIO``); None otherwise."""
     try:
         if f.seekable():
-            st = os.fstat(f.fileno())
-            return st.st_size - f.tell() if stat.S_ISREG(st.st_mode) else None
+            here = f.tell()
+            end = f.seek(0, io.SEEK_END)
+            f.seek(here)
+            return end - here
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         pass
     return None
@@ -294,7 +297,8 @@ class ObjectStore:
             info = store.info(info.link.name, timeout=timeout)
             if info.link is not None:
                 raise ValueError(f"object {name!r} links to a link ({info.name!r}): links are followed once")
-        return ObjectReader(self._js, store.stream_name, info, self._js._resolve_timeout(timeout))
+        return ObjectReader(self._js, store.stream_name, info, self._js._resolve_timeout(timeout),
+                            lambda: store._info(info.name, timeout))
 
     def get_bytes(self, name: str, *, timeout: Timeout = DEFAULT) -> bytes:
         """The whole object ``name`` as bytes (memory: the object's size). See :meth:`get`."""
@@ -503,7 +507,10 @@ class ObjectStore:
 
     def seal(self, *, timeout: Timeout = DEFAULT) -> ObjectStoreStatus:
         """Seal the store: nothing can be put, changed or deleted any more (one info and one update)."""
-        info = self._js.stream_info(self.stream_name, timeout=timeout)
+        try:
+            info = self._js.stream_info(self.stream_name, timeout=timeout)
+        except errors.StreamNotFoundError as exc:
+            raise self._missing(exc) from None
         assert info.config is not None
         stream = self._js.update_stream(attrs.evolve(info.config, sealed=True), timeout=timeout)
         return ObjectStoreStatus.from_stream_info(stream.cached_info)

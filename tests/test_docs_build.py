@@ -58,7 +58,9 @@ def test_the_api_reference_renders_the_docstring_of_every_public_call(built_site
     for call in ("Client.jetstream", "Client.close", "JetStream.publish", "JetStream.publish_async",
                  "JetStream.create_stream", "Stream.create_consumer", "Consumer.fetch", "Consumer.next",
                  "Consumer.messages", "Consumer.consume", "ConsumeHandle.drain", "ConsumeHandle.stop",
-                 "Msg.ack", "Msg.double_ack"):
+                 "Msg.ack", "Msg.double_ack", "JetStream.create_key_value", "KeyValue.get", "KeyValue.watch",
+                 "KeyWatcher.initial", "JetStream.create_object_store", "ObjectStore.put", "ObjectStore.get",
+                 "ObjectReader.readinto"):
         assert f"jetstream_sync.{call}" in ids, f"{call} is not documented in the API reference"
     assert "jetstream_sync.server.NatsServer" in ids
     assert "jetstream_sync.spark.publisher" in ids

@@ -978,3 +978,32 @@ def test_reading_a_64_mib_object_through_a_1_mib_buffer_grows_rss_by_less_than_3
     result = run_memory_probe(nats_server, bucket, "get", path, tmp_path)
     assert (result["digest"], result["size"]) == (digest, 64 * MiB)
     assert growth(result) < 32 * MiB, result
+
+
+def test_progress_of_a_bytes_io_knows_its_total(obs):
+    calls = []
+    obs.put("b", io.BytesIO(DATA), chunk_size=CHUNK, progress=lambda done, total: calls.append(total))
+    assert set(calls) == {len(DATA)}
+
+
+def test_sealing_a_deleted_store_is_bucket_not_found(js, obs):
+    js.delete_object_store(obs.bucket)
+    with pytest.raises(jss.BucketNotFoundError, match=f"object store '{obs.bucket}' not found"):
+        obs.seal()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+def test_a_reader_of_an_object_replaced_or_deleted_meanwhile_says_so(js, obs, change):
+    obs.put("big", os.urandom(160 * BIG_CHUNK))  # 20 MiB: more than the reader buffers
+    with obs.get("big", timeout=2) as reader:
+        buf = bytearray(BIG_CHUNK)
+        assert reader.readinto(buf) == BIG_CHUNK
+        if change == "replaced":
+            obs.put("big", b"a new version")
+        else:
+            obs.delete("big")
+        with pytest.raises(jss.ObjectNotFoundError, match=f"'big' of store '{obs.bucket}' was {change}"):
+            while reader.readinto(buf):
+                pass
+    wait_for(lambda: consumers_of(js, obs) == [], 10, what="the reader's consumer to be deleted")
