@@ -356,6 +356,18 @@ class Connection:
         """The server's maximum message size in bytes (from its INFO). No I/O."""
         return self._nc.max_payload
 
+    @property
+    def server_version(self) -> str:
+        """The version of the server connected to (from its INFO; "" before the first connect). No I/O."""
+        return str((getattr(self._nc, "_server_info", None) or {}).get("version", ""))
+
+    @property
+    def api_level(self) -> int:
+        """The JetStream API level of the server connected to (its INFO's ``api_lvl``; 0 for servers
+        before 2.11, which have none). No I/O."""
+        level = (getattr(self._nc, "_server_info", None) or {}).get("api_lvl", 0)
+        return level if isinstance(level, int) else 0
+
     def flush(self, timeout: Timeout = DEFAULT) -> None:
         """Block until the server has processed everything written so far (a PING/PONG).
 

@@ -104,6 +104,13 @@ class JsApi:
         #: The policy of idempotent requests; the context's ``retry`` reads and sets it.
         self.retry = retry
 
+    def require(self, feature: str, level: int, version: str) -> None:
+        """Raise ``FeatureNotSupportedError`` (nothing sent) when the server connected to is below
+        JetStream API ``level`` (nats-server ``version``, which ``feature`` needs). No I/O."""
+        have = self._conn.api_level
+        if have < level:
+            raise errors.FeatureNotSupportedError(feature, version, level, self._conn.server_version)
+
     def resolve_timeout(self, timeout: Timeout) -> float | None:
         """:data:`DEFAULT` (not given) means the context's default; None means no limit."""
         return self._timeout if timeout is DEFAULT or timeout is ... else self._conn.timeout_or_default(timeout)

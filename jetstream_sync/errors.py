@@ -42,6 +42,7 @@ The tree::
     ├── NoRespondersError               nobody listens on the subject (.subject names it)
     │   └── JetStreamNotEnabledError    ... and the subject was a JetStream API call
     ├── NotConnectedError               disconnected and the outbound buffer is full
+    ├── FeatureNotSupportedError        the server is too old for the call (names the version it needs)
     ├── NoServersError                  connect() reached no server (also a builtins.ConnectionError)
     │   └── AuthorizationError          ... because the server refused the credentials
     ├── PermissionViolationError        the server refused a publish/subscribe (also a builtins.PermissionError)
@@ -78,6 +79,7 @@ __all__ = [
     "ConsumerTypeError",
     "DigestMismatchError",
     "DuplicateSubscriptionError",
+    "FeatureNotSupportedError",
     "InvalidKeyError",
     "JetStreamError",
     "JetStreamNotEnabledError",
@@ -584,3 +586,19 @@ class DigestMismatchError(JetStreamError):
 
     def __reduce__(self):
         return (type(self), (str(self), self.expected, self.actual))
+
+
+class FeatureNotSupportedError(JetStreamError):
+    """The server connected to is too old for the call: ``feature`` needs nats-server ``needs`` or later
+    (JetStream API level ``level``); ``server`` is the version it runs. Raised before anything is sent."""
+
+    def __init__(self, feature: str, needs: str, level: int = 0, server: str = "") -> None:
+        self.feature = feature
+        self.needs = needs
+        self.level = level
+        self.server = server
+        running = f"the server runs {server}" if server else "the server is older"
+        super().__init__(f"{feature} needs nats-server {needs} or later (JetStream API level {level}); {running}")
+
+    def __reduce__(self):
+        return (type(self), (self.feature, self.needs, self.level, self.server))

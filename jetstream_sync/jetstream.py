@@ -530,7 +530,8 @@ class JetStream:
         ``msg_id`` the server deduplicates within the stream's duplicate
         window, so the call is retried per ``retry`` on timeouts and no responders. ``ttl`` (seconds,
         a timedelta or "never"; at least 1 s) removes the message after that long (the stream needs
-        ``allow_msg_ttl``, else ``MessageTTLDisabledError``).
+        ``allow_msg_ttl``, else ``MessageTTLDisabledError``; nats-server 2.11 or later, else
+        ``FeatureNotSupportedError`` before anything is sent).
 
         Raises ``NoRespondersError`` when no stream captures ``subject`` (at once
         without ``msg_id``; after the retries with it),
@@ -540,6 +541,8 @@ class JetStream:
         t = self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
                                    expected_last_seq, expected_last_subject_seq, expected_last_msg_id, ttl)
+        if ttl is not None:
+            self._jsapi.require("a per-message TTL", 1, "2.11")
         limit = t if t is not None else 3600.0
 
         if msg_id is None:
@@ -562,6 +565,8 @@ class JetStream:
         t = self._timeout if timeout is DEFAULT else self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
                                    expected_last_seq, expected_last_subject_seq, expected_last_msg_id, ttl)
+        if ttl is not None:
+            self._jsapi.require("a per-message TTL", 1, "2.11")
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
 
     def publish_async_pending(self) -> int:

@@ -64,3 +64,15 @@ def test_a_ttl_on_a_stream_without_allow_msg_ttl_is_a_typed_error(js, stream, su
     assert isinstance(err.value, jss.APIError) and err.value.err_code == 10166
     with pytest.raises(jss.MessageTTLDisabledError):
         js.publish_async(subj, b"x", ttl=5).result(10)
+
+
+def test_a_ttl_to_a_server_older_than_2_11_is_refused_naming_the_version(api_spy, js, stream, subj, monkeypatch):
+    # A server before 2.11 says no api_lvl in its INFO: what this client reads it by.
+    monkeypatch.setitem(js._conn._nc._server_info, "api_lvl", 0)
+    monkeypatch.setitem(js._conn._nc._server_info, "version", "2.10.24")
+    assert_sends_nothing(api_spy, js, lambda: js.publish(f"{subj}.x", b"x", ttl=5), jss.FeatureNotSupportedError,
+                         r"a per-message TTL needs nats-server 2.11 or later \(JetStream API level 1\); the server "
+                         r"runs 2.10.24")
+    with pytest.raises(jss.FeatureNotSupportedError):
+        js.publish_async(f"{subj}.x", b"x", ttl=5)
+    assert js.publish(f"{subj}.x", b"no ttl").seq == 1
