@@ -1,10 +1,11 @@
 # Charter: the key-value store of jetstream_sync against nats-py's own asyncio KV, same server, same
 # process, interleaved rounds. Three kinds of cases: get latency (p50 and p90 of one small value,
 # with the bare loop crossing of the run), sequential blocking put throughput (against this
-# library's own js.publish to the same subjects, nats-py's kv.put for reference), and a watcher's
-# read of a large bucket's initial values to its caught-up point. Buckets live in memory; the put
-# bucket is fresh for each case and must hold exactly N values after it, and a watcher must yield
-# every key exactly once. Public jetstream_sync API only, except the crossing (the client's loop).
+# library's own js.publish into the same bucket, the two taking turns in blocks so both see the same
+# machine; nats-py's kv.put for reference), and a watcher's read of a large bucket's initial values
+# to its caught-up point. Buckets live in memory; the put bucket is fresh for each case and must
+# hold exactly what was put after it, and a watcher must yield every key exactly once. Public
+# jetstream_sync API only, except the crossing (the client's loop).
 """Benchmark the key-value store: jetstream_sync versus nats-py asyncio (``js.create_key_value``).
 
     .venv/bin/python benchmarks/bench_kv.py                     # 128 B values, 3 rounds (about a minute)
@@ -13,10 +14,11 @@
 
 Without ``--server`` an embedded nats-server (``jetstream_sync.server.NatsServer``) is started and
 stopped. Prints one table (per round and the median): get p50/p90 latency with the bare thread ->
-loop -> thread crossing of the run, put ops/s, the watcher's initial read in entries/s, each with the
-client's CPU per operation; then the three targets as PASS or BELOW. Exits 1 if a case fails, a
-bucket does not hold exactly what was put, or a watcher misses or repeats a key; BELOW a target is a
-report, not a failure (the figures are noisy).
+loop -> thread crossing of the run, put ops/s (kv.put() and js.publish() taking turns in blocks of
+100), the watcher's initial read in entries/s, each with the client's CPU per operation; then the
+three targets as PASS or BELOW. Exits 1 if a case fails, a bucket does not hold exactly what was
+put, or a watcher misses or repeats a key; BELOW a target is a report, not a failure (the figures
+are noisy).
 """
 from __future__ import annotations
 
@@ -46,11 +48,13 @@ WARM_BUCKET = "BENCH_KV_WARM"
 GET_KEY = "config.value"
 #: Upper bound on any one case; a healthy case takes seconds.
 CASE_TIMEOUT = 300.0
+#: kv.put() and js.publish() take turns in blocks of this many calls (one case, two rows).
+PAIR_BLOCK = 100
 #: (label, jss case, nats-py case, target): get p50 over nats-py's, in bare loop crossings
 GET_TARGET = ("kv.get() overhead vs nats-py await kv.get()", "jss_get", "nats_get", 1.0)
 TARGETS = (
     # (label, numerator case, denominator case, target ratio)
-    ("kv.put()           vs jss js.publish() to the same subjects", "jss_put", "jss_publish", 0.9),
+    ("kv.put()           vs jss js.publish() into the same bucket", "jss_put", "jss_publish", 0.9),
     ("watch().initial()  vs nats-py watch() until its None marker", "jss_watch", "nats_watch", 1.0),
 )
 NO_TARGET = (
@@ -61,7 +65,8 @@ NO_TARGET = (
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--get-count", type=int, default=2000, help="gets per get case (default 2000)")
-    p.add_argument("--put-count", type=int, default=5000, help="puts per put case, one round trip each (default 5000)")
+    p.add_argument("--put-count", type=int, default=10_000,
+                   help="puts per put case and side, one round trip each (default 10000)")
     p.add_argument("--keys", type=int, default=100_000, help="keys in the bucket the watchers read (default 100000)")
     p.add_argument("--size", type=int, default=128, help="value bytes (default 128)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported (default 3)")
@@ -104,19 +109,31 @@ async def nats_put(nkv: Any, n: int, value: bytes) -> float:
     return time.perf_counter() - t0
 
 
-def jss_put(kv: jss.KeyValue, n: int, value: bytes) -> float:
-    t0 = time.perf_counter()
-    for i in range(n):
-        kv.put(f"k.{i}", value)
-    return time.perf_counter() - t0
+def jss_put_and_publish(js: jss.JetStream, kv: jss.KeyValue, n: int, value: bytes) -> dict[str, tuple[float, float]]:
+    """``n`` kv.put() (keys ``k.<i>``) and ``n`` js.publish() to the same bucket (subjects of keys
+    ``p.<i>``, as long), alternating blocks of PAIR_BLOCK calls (which side first alternates too), so
+    that both see the same machine; (seconds, CPU seconds) of each side."""
+    prefix = f"$KV.{kv.bucket}.p."
+    perf = time.perf_counter
+    totals = {"jss_publish": [0.0, 0.0], "jss_put": [0.0, 0.0]}
 
+    def publish(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            js.publish(f"{prefix}{i}", value)
 
-def jss_publish(js: jss.JetStream, n: int, value: bytes) -> float:
-    prefix = f"$KV.{PUT_BUCKET}.k."
-    t0 = time.perf_counter()
-    for i in range(n):
-        js.publish(f"{prefix}{i}", value)
-    return time.perf_counter() - t0
+    def put(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            kv.put(f"k.{i}", value)
+
+    sides = [("jss_publish", publish), ("jss_put", put)]
+    for b, start in enumerate(range(0, n, PAIR_BLOCK)):
+        stop = min(n, start + PAIR_BLOCK)
+        for key, side in (sides if b % 2 == 0 else sides[::-1]):
+            c0, t0 = cpu_seconds(), perf()
+            side(start, stop)
+            totals[key][0] += perf() - t0
+            totals[key][1] += cpu_seconds() - c0
+    return {key: (t[0], t[1]) for key, t in totals.items()}
 
 
 async def nats_watch(nkv: Any) -> tuple[float, list[str]]:
@@ -153,7 +170,19 @@ class Case:
     key: str
     label: str
     kind: str  # "get" (latency), "put" (ops/s), "watch" (entries/s)
-    run: Callable[[bool], RoundResult]  # warm-up: a small run
+    run: Callable[[bool], dict[str, RoundResult]]  # warm-up: a small run; a result per row
+
+
+#: The rows of the table: (key, label, kind); a case gives one row, the paired put case two.
+ROWS = (
+    ("nats_get", "nats-py    await kv.get()", "get"),
+    ("jss_get", "jss        kv.get()", "get"),
+    ("nats_put", "nats-py    await kv.put()", "put"),
+    ("jss_publish", "jss        js.publish() to $KV.B.<key> *", "put"),
+    ("jss_put", "jss        kv.put() *", "put"),
+    ("nats_watch", "nats-py    watchall() until None", "watch"),
+    ("jss_watch", "jss        watch().initial()", "watch"),
+)
 
 
 @dataclass
@@ -186,19 +215,19 @@ class Bench:
         run = self.loop.run_until_complete
         self.cases = [
             Case("nats_get", "nats-py    await kv.get()", "get",
-                 lambda warm: self.get_case(lambda n: run(nats_get(self.nkv_get, n)), warm)),
+                 lambda warm: {"nats_get": self.get_case(lambda n: run(nats_get(self.nkv_get, n)), warm)}),
             Case("jss_get", "jss        kv.get()", "get",
-                 lambda warm: self.get_case(lambda n: jss_get(self.kv_get, n), warm)),
+                 lambda warm: {"jss_get": self.get_case(lambda n: jss_get(self.kv_get, n), warm)}),
             Case("nats_put", "nats-py    await kv.put()", "put",
-                 lambda warm: self.put_case(lambda n, kv, nkv: run(nats_put(nkv, n, self.value)), warm)),
-            Case("jss_publish", "jss        js.publish() to $KV.B.<key>", "put",
-                 lambda warm: self.put_case(lambda n, kv, nkv: jss_publish(self.js, n, self.value), warm)),
-            Case("jss_put", "jss        kv.put()", "put",
-                 lambda warm: self.put_case(lambda n, kv, nkv: jss_put(kv, n, self.value), warm)),
+                 lambda warm: self.put_case(
+                     lambda n, kv, nkv: {"nats_put": run(nats_put(nkv, n, self.value))}, warm, 1)),
+            Case("jss_put", "jss        kv.put() and js.publish()", "put",
+                 lambda warm: self.put_case(
+                     lambda n, kv, nkv: jss_put_and_publish(self.js, kv, n, self.value), warm, 2)),
             Case("nats_watch", "nats-py    watchall() until None", "watch",
-                 lambda warm: self.watch_case(lambda kv, nkv: run(nats_watch(nkv)), warm)),
+                 lambda warm: {"nats_watch": self.watch_case(lambda kv, nkv: run(nats_watch(nkv)), warm)}),
             Case("jss_watch", "jss        watch().initial()", "watch",
-                 lambda warm: self.watch_case(lambda kv, nkv: jss_watch(kv), warm)),
+                 lambda warm: {"jss_watch": self.watch_case(lambda kv, nkv: jss_watch(kv), warm)}),
         ]
 
     def _connect(self) -> None:
@@ -257,8 +286,8 @@ class Bench:
         v = self.nc.connected_server_version
         return f"{v.major}.{v.minor}.{v.patch}" + (f"-{v.prerelease}" if v.prerelease else "")
 
-    def count_for(self, case: Case) -> int:
-        return {"get": self.args.get_count, "put": self.args.put_count, "watch": self.args.keys}[case.kind]
+    def count_for(self, kind: str) -> int:
+        return {"get": self.args.get_count, "put": self.args.put_count, "watch": self.args.keys}[kind]
 
     # Each case: run it, time it, check what it left.
 
@@ -270,18 +299,25 @@ class Bench:
         return RoundResult(n, cpu_us, p50_us=statistics.median(latencies) * 1e6,
                            p90_us=percentile(latencies, 0.9) * 1e6)
 
-    def put_case(self, run: Callable[[int, jss.KeyValue, Any], float], warm: bool) -> RoundResult:
+    def put_case(self, run: Callable[[int, jss.KeyValue, Any], dict[str, Any]], warm: bool,
+                 sides: int) -> dict[str, RoundResult]:
+        """``run`` puts ``n`` keys per side into a fresh bucket and says, per row, its seconds (a float:
+        CPU measured here) or its (seconds, CPU seconds); the bucket must then hold ``sides * n`` values."""
         n = min(200, self.args.put_count) if warm else self.args.put_count
         kv = self.fresh_bucket(PUT_BUCKET)
         nkv = self.nats_bind(PUT_BUCKET)
         cpu0 = cpu_seconds()
-        seconds = run(n, kv, nkv)
-        cpu_us = (cpu_seconds() - cpu0) / n * 1e6
+        timed = run(n, kv, nkv)
+        cpu = cpu_seconds() - cpu0
         held = kv.status().values
         self.js.delete_key_value(PUT_BUCKET)  # frees the memory store before the next case
-        if held != n:
-            fail(f"the put bucket holds {held} values, expected exactly {n}")
-        return RoundResult(n, cpu_us, rate=n / seconds)
+        if held != sides * n:
+            fail(f"the put bucket holds {held} values, expected exactly {sides * n}")
+        results = {}
+        for key, figures in timed.items():
+            seconds, cpu_side = figures if isinstance(figures, tuple) else (figures, cpu)
+            results[key] = RoundResult(n, cpu_side / n * 1e6, rate=n / seconds)
+        return results
 
     def watch_case(self, run: Callable[[jss.KeyValue, Any], tuple[float, list[str]]], warm: bool) -> RoundResult:
         kv, nkv = (self.kv_warm, self.nkv_warm) if warm else (self.kv_watch, self.nkv_watch)
@@ -301,15 +337,16 @@ def run_rounds(bench: Bench) -> tuple[dict[str, list[RoundResult]], list[tuple[f
     for case in bench.cases:
         case.run(True)
     crossing_us(bench.client, 200)
-    results: dict[str, list[RoundResult]] = {c.key: [] for c in bench.cases}
+    results: dict[str, list[RoundResult]] = {key: [] for key, _, _ in ROWS}
+    labels = {key: label for key, label, _ in ROWS}
     crossings = []
     for r in range(bench.args.rounds):
         for case in rotated(bench.cases, r):
-            res = case.run(False)
-            results[case.key].append(res)
-            figure = (f"p50 {res.p50_us:>6.0f} us  p90 {res.p90_us:>6.0f} us" if case.kind == "get"
-                      else f"{res.rate:>10,.0f} {'ops' if case.kind == 'put' else 'entries'}/s")
-            print(f"  round {r + 1}: {case.label:<40} {figure} {res.cpu_us:>7.1f} us CPU/op", flush=True)
+            for key, res in case.run(False).items():
+                results[key].append(res)
+                figure = (f"p50 {res.p50_us:>6.0f} us  p90 {res.p90_us:>6.0f} us" if case.kind == "get"
+                          else f"{res.rate:>10,.0f} {'ops' if case.kind == 'put' else 'entries'}/s")
+                print(f"  round {r + 1}: {labels[key]:<40} {figure} {res.cpu_us:>7.1f} us CPU/op", flush=True)
             if case.key == GET_TARGET[1]:  # measured in the scheduling the jss case just ran in
                 crossings.append(crossing_us(bench.client))
                 print(f"  round {r + 1}: bare loop crossing p50 {crossings[-1][0]:.0f} us (lock hand-off "
@@ -321,8 +358,8 @@ def run_rounds(bench: Bench) -> tuple[dict[str, list[RoundResult]], list[tuple[f
 
 def print_header(bench: Bench) -> None:
     a = bench.args
-    print(f"bench_kv: {a.size} B values in memory buckets; {a.get_count:,} gets, {a.put_count:,} puts per case, "
-          f"a watch of {a.keys:,} keys; {a.rounds} rounds")
+    print(f"bench_kv: {a.size} B values in memory buckets; {a.get_count:,} gets, {a.put_count:,} puts per case "
+          f"and side, a watch of {a.keys:,} keys; {a.rounds} rounds")
     print(f"nats-py {version('nats-py')}, nats-server {bench.server_version()} at {bench.url}"
           f"{'' if a.server else ' (embedded)'}, jetstream_sync {jss.__version__}, "
           f"Python {platform.python_version()}, {os.cpu_count()} CPUs")
@@ -345,20 +382,21 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]], crossings: 
                 ("watch", "watcher, initial values to the caught-up point: entries/s"))
     for kind, title in sections:
         print(title)
-        for case in (c for c in bench.cases if c.kind == kind):
-            rs = results[case.key]
+        for key, label, _ in (row for row in ROWS if row[2] == kind):
+            rs = results[key]
             cpu_us = med(x.cpu_us for x in rs)
             if kind == "get":
                 cells = " ".join(f"{f'{x.p50_us:.0f}/{x.p90_us:.0f}':>10}" for x in rs)
-                median = f"{p50[case.key]:.0f}/{p90[case.key]:.0f}"
+                median = f"{p50[key]:.0f}/{p90[key]:.0f}"
             else:
                 cells = " ".join(f"{x.rate:>10,.0f}" for x in rs)
-                median = f"{rate[case.key]:,.0f}"
-            print(f"{case.label:<40} {bench.count_for(case):>8,} {cells} {median:>10} {cpu_us:>9.1f}")
+                median = f"{rate[key]:,.0f}"
+            print(f"{label:<40} {bench.count_for(kind):>8,} {cells} {median:>10} {cpu_us:>9.1f}")
         if kind == "get":
             for i, label in enumerate(("bare loop crossing (run a no-op)", "bare loop crossing (lock hand-off)")):
                 cells = " ".join(f"{c[i]:>10.0f}" for c in crossings)
                 print(f"{label:<40} {'':>8} {cells} {crossing[i]:>10.0f}")
+    print(f"* one case: kv.put() and js.publish() take turns in blocks of {PAIR_BLOCK} into the same bucket")
     print()
     label, num, den, target = GET_TARGET
     print(overhead_line(label, p50[num], p50[den], crossing, target))
