@@ -9,19 +9,18 @@
 #         handed to Connection.call.
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import errors
 from ._headers import Headers, decode_headers
-from ._protocol import DEFAULT, Timeout, pub_command
+from ._protocol import DEFAULT, Timeout
 from ._retry import RetryPolicy
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
-from ._connection import Connection, Listener
+from ._connection import Connection
 
 __all__ = ["JsApi"]
 
@@ -31,40 +30,6 @@ log = logging.getLogger(__name__)
 # carries them as fields, so they are removed from its headers.
 _DIRECT_HEADERS = ("Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Num-Pending",
                    "Nats-Last-Sequence")
-
-
-class _Refused(Listener):
-    """Ends a request at once when the server refuses its publish or its reply inbox (loop thread)."""
-
-    def __init__(self, fut: asyncio.Future, *subjects: str) -> None:
-        self._fut = fut
-        self._watched = {s.lower(): s for s in subjects}  # nats-py lower-cases the -ERR text
-
-    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
-        if subject in self._watched and not self._fut.done():
-            spelled = getattr(error, "spelled", None)
-            self._fut.set_exception(spelled(self._watched[subject]) if spelled is not None else error)
-
-
-async def _message_reply(client: Connection, subject: str, body: bytes, timeout: float) -> tuple[bytes, bytes]:
-    """(loop thread) Send one request whose reply is a message; its payload and raw header block."""
-    fut: asyncio.Future = asyncio.get_running_loop().create_future()
-
-    def on_reply(_subject: bytes, _reply: bytes, data: bytes, raw_headers: bytes | None) -> None:
-        if not fut.done():
-            fut.set_result((data, raw_headers or b""))
-
-    inbox = client.new_inbox()
-    listener = _Refused(fut, subject, inbox)
-    client.add_listener(listener)
-    sub = await client.subscribe_raw(inbox, on_reply)
-    try:
-        # The SUB above sits in the same outbound buffer, ahead of this PUB.
-        client.write_now(pub_command(subject, sub.subject, body, b""))
-        return await asyncio.wait_for(fut, timeout)
-    finally:
-        client.remove_listener(listener)
-        await client.unsubscribe_raw(sub)
 
 
 def _not_enabled(subject: str) -> errors.JetStreamNotEnabledError:
@@ -97,8 +62,12 @@ class JsApi:
     """The request path of one JetStream context: its connection, API prefix, default timeout and
     retry policy. Thread-safe; every call blocks the calling thread (see each)."""
 
-    def __init__(self, conn: "Connection", prefix: ApiPrefix, timeout: float, retry: RetryPolicy) -> None:
+    def __init__(self, conn: "Connection", prefix: ApiPrefix, timeout: float, retry: RetryPolicy,
+                 message_request: Callable[[str, bytes, float | None], tuple[bytes, bytes]]) -> None:
         self._conn = conn
+        #: ``(subject, body, timeout) -> (payload, raw headers)``: a blocking request whose reply is a
+        #: message, routed over one shared inbox (the publisher's, a layer beside this one).
+        self._message_request = message_request
         self._prefix = prefix
         self._timeout = timeout
         #: The policy of idempotent requests; the context's ``retry`` reads and sets it.
@@ -203,15 +172,13 @@ class JsApi:
         """
         t = self.resolve_timeout(timeout)
         body = _body(payload)
-        client = self._conn
-
         attempt = 0
 
         def once() -> tuple[bytes, Headers | None]:
             nonlocal attempt
             attempt += 1
             try:
-                data, raw = client.call(_message_reply(client, subject, body, t), t)
+                data, raw = self._message_request(subject, body, t)
             except errors.TimeoutError as exc:
                 raise self.timed_out(subject, t, attempt, True) from exc
             hdrs = decode_headers(raw) if raw else None

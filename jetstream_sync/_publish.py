@@ -1,5 +1,6 @@
 # The JetStream publish: the headers of one publish, and the window (one reply inbox, a token per
-# message, counters).
+# message, counters). The same routing serves blocking requests whose reply is a message (the
+# direct get): a router of their own per client, replies handed back uninterpreted.
 #
 # Rule 1: a publish costs the caller one dict slot, one light Future (a blocking
 #         publish: its thread's reusable Waiter) and one Outbox append (the PUB
@@ -204,8 +205,23 @@ class _BlockingPublish(Waiter):
     _fail = Waiter.fire
 
 
-#: Each thread's idle ``_BlockingPublish`` (attribute ``waiter``).
+class _BlockingRequest(Waiter):
+    """What a blocking :meth:`Publisher.request` waits on (one per thread, reused): fired with the
+    reply's ``(payload, raw header block)`` as it came, or the error."""
+
+    __slots__ = ()
+
+    _fail = Waiter.fire
+
+
+#: Each thread's idle ``_BlockingPublish`` (attribute ``waiter``) and ``_BlockingRequest`` (``request``).
 _WAITERS = threading.local()
+
+
+def _timed_out(fut: Any, subject: str, timeout: float) -> errors.TimeoutError:
+    if type(fut) is _BlockingRequest:
+        return errors.TimeoutError.after(f"request to {subject!r}", timeout, "no reply from the server")
+    return errors.TimeoutError.after(f"publish to {subject!r}", timeout, "no PubAck from the server")
 
 
 def _parse_puback(raw: bytes) -> PubAck:
@@ -215,8 +231,12 @@ def _parse_puback(raw: bytes) -> PubAck:
     return PubAck.from_response(resp)
 
 
-_SHARED: "weakref.WeakKeyDictionary[Connection, dict[int, Publisher]]" = weakref.WeakKeyDictionary()
+_SHARED: "weakref.WeakKeyDictionary[Connection, dict[Any, Publisher]]" = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
+#: The key of a client's request router in ``_SHARED`` (publishers are keyed by their window size), and
+#: its window: only blocking calls use it, one request per thread at a time.
+_REQUESTS = object()
+_REQUEST_WINDOW = 1 << 16
 
 
 class Publisher:
@@ -235,6 +255,17 @@ class Publisher:
                 pub = per_client[max_pending] = cls(client, max_pending)
             return pub
 
+    @classmethod
+    def for_requests(cls, client: "Connection") -> "Publisher":
+        """The client's router of blocking requests whose reply is a message (:meth:`request`), apart
+        from its publishes, so a full publish window never holds a read up. No I/O until first used."""
+        with _SHARED_LOCK:
+            per_client = _SHARED.setdefault(client, {})
+            pub = per_client.get(_REQUESTS)
+            if pub is None:
+                pub = per_client[_REQUESTS] = cls(client, _REQUEST_WINDOW)
+            return pub
+
     def __init__(self, client: "Connection", max_pending: int) -> None:
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be an int >= 1, got {max_pending!r}")
@@ -247,7 +278,7 @@ class Publisher:
         self._blocked = 0                   # callers waiting for space (a hint for the loop)
         # token -> (future or blocked caller's waiter, deadline, subject: matched against permission
         # errors, timeout); inserted by callers, popped on the loop thread.
-        self._pending: dict[bytes, tuple[PubAckFuture | _BlockingPublish, float, str, float]] = {}
+        self._pending: dict[bytes, tuple[PubAckFuture | _BlockingPublish | _BlockingRequest, float, str, float]] = {}
         self._tokens = itertools.count(1)
         self._prefix_b = b""
         self._start_lock = threading.Lock()
@@ -332,6 +363,43 @@ class Publisher:
         Raises what the PubAck says (NoRespondersError, StreamWrong*Error, ...), TimeoutError,
         ClientClosedError, a permission error, RuntimeError on the loop thread.
         """
+        # This thread's idle waiter, taken out while in use (a publish from a signal handler
+        # during the wait makes its own).
+        waiter = getattr(_WAITERS, "waiter", None)
+        if waiter is None:
+            waiter = _BlockingPublish()
+        else:
+            _WAITERS.waiter = None
+        answer = self._blocking(head, tail, timeout, wait_slot, subject, waiter)
+        _WAITERS.waiter = waiter
+        if isinstance(answer, BaseException):
+            raise answer
+        return _parse_puback(answer)
+
+    def request(self, subject: str, body: bytes, timeout: float | None) -> tuple[bytes, bytes]:
+        """Send a core request to ``subject`` and block until its reply; return the reply's payload and
+        raw header block (b"" when none) as they came: a status (404, 503) is the caller's to read.
+
+        As :meth:`call`: one write and one wake-up, no loop round trip. Blocks at most ``timeout``
+        (None: no bound), waking every 0.25 s. Raises TimeoutError, ClientClosedError, a permission
+        error naming ``subject``, RuntimeError on the loop thread.
+        """
+        head, tail = pub_command_parts(subject, body, b"")
+        waiter = getattr(_WAITERS, "request", None)
+        if waiter is None:
+            waiter = _BlockingRequest()
+        else:
+            _WAITERS.request = None
+        answer = self._blocking(head, tail, timeout if timeout is not None else 3600.0, timeout, subject, waiter)
+        _WAITERS.request = waiter
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def _blocking(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None, subject: str,
+                  waiter: _BlockingPublish | _BlockingRequest) -> Any:
+        """Write ``head + reply + tail`` and block on ``waiter`` until the loop thread fires it; return
+        what it was fired with (the reply, or the error to raise)."""
         lt = self._client.loop_thread
         lt.check_usable()
         if self._closed:
@@ -341,13 +409,6 @@ class Publisher:
         if not self._sweeper_asked:
             self._sweeper_asked = True
             lt.call_soon(self._start_sweeper)
-        # This thread's idle waiter, taken out while in use (a publish from a signal handler
-        # during the wait makes its own).
-        waiter = getattr(_WAITERS, "waiter", None)
-        if waiter is None:
-            waiter = _BlockingPublish()
-        else:
-            _WAITERS.waiter = None
         pending = self._pending
         token = b"%d" % next(self._tokens)
         now = time.monotonic()
@@ -365,26 +426,21 @@ class Publisher:
             # Everything is ready before the write: after it this thread only blocks, leaving
             # the GIL to the loop thread it wakes.
             self._client.write(head + self._prefix_b + token + tail, self, token)
-            answer = waiter.wait(deadline, lambda: errors.TimeoutError.after(
-                f"publish to {subject!r}", timeout, "no PubAck from the server"), self._check_loop)
+            return waiter.wait(deadline, lambda: _timed_out(waiter, subject, timeout), self._check_loop)
         except BaseException:
             # Interrupted, timed out, or never written: free the slot now. The waiter is dropped,
             # as the loop thread may still fire it.
             if pending.pop(token, None) is not None and self._blocked:
                 self._space.set()
             raise
-        _WAITERS.waiter = waiter
-        if isinstance(answer, BaseException):
-            raise answer
-        return _parse_puback(answer)
 
     def _check_loop(self) -> None:
         lt = self._client.loop_thread
         if lt.closed and not lt.thread.is_alive():  # nobody left to fire the waiter
             raise errors.ClientClosedError("the client was closed before the PubAck arrived")
 
-    def _wait_for_space(self, token: bytes, fut: PubAckFuture | _BlockingPublish, timeout: float,
-                        wait_slot: float | None, subject: str) -> None:
+    def _wait_for_space(self, token: bytes, fut: PubAckFuture | _BlockingPublish | _BlockingRequest,
+                        timeout: float, wait_slot: float | None, subject: str) -> None:
         lt = self._client.loop_thread
         pending = self._pending
         give_up = None if wait_slot is None else time.monotonic() + wait_slot
@@ -419,6 +475,9 @@ class Publisher:
         if self._blocked and len(pending) <= self._low_water and not self._space.is_set():
             self._space.set()  # once: a waiter clears it and looks at the window again before it waits
         fut, subject = entry[0], entry[2]
+        if type(fut) is _BlockingRequest:
+            fut.fire((data, raw_headers or b""))
+            return
         if raw_headers:
             hdrs = decode_headers(raw_headers)
             status = hdrs.get("Status") if hdrs else None
@@ -464,8 +523,7 @@ class Publisher:
                 now = time.monotonic()
                 for token, (fut, deadline, subject, timeout) in list(self._pending.items()):
                     if deadline <= now:
-                        self.fail(token, errors.TimeoutError.after(f"publish to {subject!r}", timeout,
-                                                                   "no PubAck from the server"))
+                        self.fail(token, _timed_out(fut, subject, timeout))
         finally:
             self.close()
 

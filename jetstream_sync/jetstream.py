@@ -65,7 +65,7 @@ class JetStream:
         self._conn = conn = client._conn
         self._api = ApiPrefix(domain, api_prefix)
         self._timeout = conn.default_timeout if timeout is None else conn.timeout_or_default(timeout)
-        self._jsapi = JsApi(conn, self._api, self._timeout, RetryPolicy())
+        self._jsapi = JsApi(conn, self._api, self._timeout, RetryPolicy(), Publisher.for_requests(conn).request)
         self.retry = retry if retry is not None else RetryPolicy()
         self._publisher = Publisher.shared(conn, max_pending)
 
