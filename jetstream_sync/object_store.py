@@ -387,6 +387,9 @@ class ObjectStore:
                      progress: Callable[[int, int | None], Any] | None, timeout: Timeout) -> tuple[int, int, str]:
         js = self._js
         window = max(2, PUT_WINDOW_BYTES // chunk_size)
+        # A full window waits for the acks that bring it down to this, PubAcks coming in order: one
+        # wake of this thread per quarter window, not one per chunk.
+        low_water = window - max(1, window // 4)
         wait = js._resolve_timeout(timeout)
         in_flight: collections.deque = collections.deque()
         sha = hashlib.sha256()
@@ -396,10 +399,14 @@ class ObjectStore:
             in_flight.append(js.publish_async(subject, piece, timeout=timeout))
             size += len(piece)
             chunks += 1
-            while len(in_flight) > window:
-                in_flight.popleft().result(wait)
+            if len(in_flight) > window:
+                in_flight[-low_water - 1].result(wait)
+                while len(in_flight) > low_water:
+                    in_flight.popleft().result(wait)
             if progress is not None:
                 progress(size, total)
+        if in_flight:
+            in_flight[-1].result(wait)
         for fut in in_flight:
             fut.result(wait)
         return size, chunks, digest_of(sha)
