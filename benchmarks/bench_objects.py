@@ -50,8 +50,8 @@ from _common import cpu_seconds, fail, library_revision, load, rotated
 MiB = 1024 * 1024
 #: The store every put case writes into (made fresh, untimed, before each case; deleted after).
 PUT_BUCKET = "BENCH_OBJ_PUT"
-#: The store the get cases read: "big" (--size), "small" (--nats-get-size) and "tiny" (the RSS children's
-#: warm-up), put once before the rounds.
+#: The store the get cases read: "big" (--size), "small" (--nats-get-size) and "tiny" (for warming up),
+#: put once before the rounds.
 GET_BUCKET = "BENCH_OBJ_GET"
 #: Plain streams of the raw cases: one made fresh for each raw put, one filled once for the raw reads.
 RAW_PUT_STREAM, RAW_PUT_SUBJECT = "BENCH_OBJ_RAW_PUT", "bench.objects.raw.put"
@@ -338,6 +338,19 @@ class Bench:
         self.check_stream(f"preparing {RAW_GET_STREAM}", RAW_GET_STREAM, futures)
         print(f"prepared: {self.chunks:,} chunk messages in plain stream {RAW_GET_STREAM}", flush=True)
 
+    def warm_up(self) -> None:
+        """Each client's put and get once, untimed, before the rounds (nats-py's get at full size: its first
+        run in a process pays for fresh memory at every step of its growing result)."""
+        async def nats_warm() -> None:
+            obs = await self.njs.object_store(GET_BUCKET)
+            await obs.put("warm", self.data[:WARM_SIZE])
+            await obs.get("tiny", writeinto=Sink())
+            await obs.get("small")
+
+        self.aio(nats_warm())
+        jss_get(self.js, "tiny")
+        jss_get_bytes(self.js, "tiny")
+
     def fresh_stream(self, name: str, subject: str) -> None:
         with contextlib.suppress(jss.StreamNotFoundError):
             self.js.delete_stream(name)
@@ -608,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print_header(bench)
         bench.prepare()
+        bench.warm_up()
         results = run_rounds(bench)
         rss = {}
         if not args.no_rss:
