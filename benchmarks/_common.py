@@ -1,14 +1,17 @@
 # Small helpers every benchmark script here shares: CPU time, load average,
-# failing loudly, rotating the case order between rounds, the bare loop crossing.
+# failing loudly, rotating the case order between rounds, the bare loop crossing, the library's revision.
 from __future__ import annotations
 
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from typing import Any
+
+import jetstream_sync as jss
 
 
 def cpu_seconds() -> float:
@@ -73,3 +76,18 @@ def overhead_line(label: str, jss_us: float, base_us: float, crossing: tuple[flo
     return (f"{label}: {over:5.2f} crossings  (target <= {target})  {verdict:<5}  "
             f"p50 {jss_us:.0f} - {base_us:.0f} us over a crossing of {run_us:.0f} us "
             f"(= {(jss_us - base_us) / lock_us:.2f} lock hand-offs of {lock_us:.0f} us)")
+
+
+def library_revision() -> str:
+    """`` (git <commit>[, modified])`` for a jetstream_sync imported from a git checkout, else empty:
+    the library changes quickly, and figures are only comparable for the same code."""
+    package = os.path.dirname(os.path.abspath(jss.__file__))
+    try:
+        def git(*cmd: str) -> str:
+            return subprocess.run(["git", "-C", package, *cmd], capture_output=True, text=True, timeout=5,
+                                  check=True).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", package)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f" (git {commit}{', modified' if dirty else ''})"

@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -39,7 +38,7 @@ import nats
 import jetstream_sync as jss
 from jetstream_sync.server import NatsServer
 
-from _common import cpu_seconds, crossing_us, fail, load, overhead_line, rotated
+from _common import cpu_seconds, crossing_us, fail, library_revision, load, overhead_line, rotated
 
 STREAM = "BENCH_CONSUME"
 SUBJECT = "bench.consume"
@@ -457,21 +456,6 @@ def print_header(bench: Bench) -> None:
           f"{'' if a.server else ' (embedded)'}, jetstream_sync {jss.__version__}{library_revision()}, "
           f"Python {platform.python_version()}, {os.cpu_count()} CPUs")
     print(f"load average at start: {load()}", flush=True)
-
-
-def library_revision() -> str:
-    """`` (git <commit>[, modified])`` for a jetstream_sync imported from a git checkout, else empty:
-    the library changes quickly, and figures are only comparable for the same code."""
-    package = os.path.dirname(os.path.abspath(jss.__file__))
-    try:
-        def git(*cmd: str) -> str:
-            return subprocess.run(["git", "-C", package, *cmd], capture_output=True, text=True, timeout=5,
-                                  check=True).stdout.strip()
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--", package)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return f" (git {commit}{', modified' if dirty else ''})"
 
 
 def print_table(bench: Bench, results: dict[str, list[RoundResult]], crossings: list[tuple[float, float]]) -> None:

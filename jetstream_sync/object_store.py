@@ -412,6 +412,9 @@ class ObjectStore:
                      in_flight: collections.deque) -> tuple[int, int, str]:
         js = self._js
         window = max(2, PUT_WINDOW_BYTES // chunk_size)
+        # A full window waits for the acks that bring it down to this, PubAcks coming in order: one
+        # wake of this thread per quarter window, not one per chunk.
+        low_water = window - max(1, window // 4)
         wait = js._resolve_timeout(timeout)
         sha = hashlib.sha256()
         size = chunks = 0
@@ -420,11 +423,15 @@ class ObjectStore:
             in_flight.append(js.publish_async(subject, piece, timeout=timeout))
             size += len(piece)
             chunks += 1
-            while len(in_flight) > window:
-                in_flight[0].result(wait)
-                in_flight.popleft()
+            if len(in_flight) > window:
+                in_flight[-low_water - 1].result(wait)
+                while len(in_flight) > low_water:
+                    in_flight[0].result(wait)  # taken out only once answered: a failed put settles the rest
+                    in_flight.popleft()
             if progress is not None:
                 progress(size, total)
+        if in_flight:
+            in_flight[-1].result(wait)
         while in_flight:
             in_flight[0].result(wait)
             in_flight.popleft()

@@ -356,13 +356,20 @@ class PullCredit:
             self.pending_msgs = max(0, self.pending_msgs - msgs)
             self.pending_bytes = max(0, self.pending_bytes - size)
 
-    def too_big(self) -> bool:
-        """The next message is bigger than the free byte credit: True when the buffer is empty already
-        (even the whole budget is too small), else the next request waits until it is."""
+    def too_big(self, left: int | None = None) -> bool:
+        """A request ended because its next message is bigger than the ``left`` bytes it still had room
+        for (None: the server did not say). True when the message cannot be delivered at all: ``left``
+        was the whole budget (not said: the buffer is empty already); else the next request waits for an
+        empty buffer. A request asked for while others were in flight has less than the budget, so an
+        empty buffer alone does not make a message too big."""
+        budget = self._opts.max_bytes
         with self._lock:
-            empty = self.buffered_bytes <= 0
-            self.wait_for_empty = not empty
-            return empty
+            if left is not None and budget is not None:
+                hopeless = left >= budget
+            else:
+                hopeless = self.buffered_bytes <= 0
+            self.wait_for_empty = not hopeless
+            return hopeless
 
 
 RETRY_PULL_DELAY = 1.0
@@ -520,7 +527,7 @@ class ContinuousPull:
                 # The next message is bigger than the free byte credit. Wait for
                 # the buffer to empty and pull the whole budget; if even that
                 # is too small, say so and back off instead of spinning.
-                if self._credit.too_big():
+                if self._credit.too_big(int(pb) if pb is not None else None):
                     self._sink(Warning_(errors.JetStreamError(
                         f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))
                     if self._retry_timer is None:

@@ -101,6 +101,26 @@ def test_byte_credit_asks_for_the_free_bytes_and_a_message_too_big_waits_for_an_
     assert credit.too_big()  # empty already: even the whole budget is too small
 
 
+def test_a_pull_ending_with_too_little_room_left_while_a_refill_is_out_is_not_a_message_too_big():
+    # Messages of 300 B, a budget of 1000: the first pull fits three and ends with 100 B to spare;
+    # by then the reader took all three and the refill (600 B) is out. The buffer is empty, yet the
+    # next message fits the refill: no "too big" warning, no back-off.
+    credit = PullCredit(consume_options(max_bytes=1000))  # threshold 500 bytes
+    assert credit.next_request() == (BYTES_BATCH, 1000)
+    for _ in range(3):
+        credit.delivered(300)
+    assert [credit.taken(300) for _ in range(2)] == [False, True]  # credit 100 + 300: due
+    assert credit.next_request() == (BYTES_BATCH, 600)
+    credit.taken(300)
+    credit.cancelled(0, 100)  # the first pull ended: "message size exceeds maxbytes", 100 B unused
+    assert credit.buffered_bytes == 0 and not credit.too_big(100)
+    assert credit.next_request() is None  # the refill's 600 B are still on their way
+    credit.forget()
+    assert credit.next_request() == (BYTES_BATCH, 1000)
+    credit.cancelled(0, 1000)
+    assert credit.too_big(1000)  # the whole budget had no room for it: it can never be delivered
+
+
 # --- the push flow-control ledger (ADR-15): answered once everything before it was taken -------------
 
 
