@@ -22,7 +22,7 @@ __all__ = [
     "ACK", "ACK_CONSUMER_SEQ", "ACK_DELIVERED", "ACK_PENDING", "ACK_STREAM_SEQ", "ACK_TIMESTAMP_NS", "NAK", "TERM",
     "WPI", "AckFields", "Status", "ack_command", "check_count", "check_int", "check_seconds", "check_subject",
     "check_timeout", "classify_status",
-    "encode_payload", "parse_ack_subject", "prepare_pub", "pub_command", "pub_command_parts", "pull_request", "single_valued", "spelled", "status_of",
+    "SMALL_PAYLOAD", "encode_payload", "parse_ack_subject", "prepare_pub", "pub_command", "pub_command_parts", "pull_request", "single_valued", "spelled", "status_of",
 ]
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -129,12 +129,18 @@ def pub_command(subject: str, reply: str, payload: bytes, hdr: bytes) -> bytes:
     return f"PUB {subject} {reply} {len(payload)}\r\n".encode() + payload + b"\r\n"
 
 
+#: Payloads above this many bytes are copied into a command once (a join); smaller ones by "+", faster there.
+SMALL_PAYLOAD = 4096
+
+
 def pub_command_parts(subject: str, payload: bytes, hdr: bytes) -> tuple[bytes, bytes]:
     """A PUB/HPUB command in two parts, before and after its reply subject: a request picks its
     reply inbox late (at write time), so the rest is encoded once on the calling thread."""
     if hdr:
         return (b"HPUB " + subject.encode() + b" ",
-                b" %d %d\r\n" % (len(hdr), len(hdr) + len(payload)) + hdr + payload + b"\r\n")
+                b"".join((b" %d %d\r\n" % (len(hdr), len(hdr) + len(payload)), hdr, payload, b"\r\n")))
+    if len(payload) > SMALL_PAYLOAD:  # one copy of a large payload, not one per "+"
+        return b"PUB " + subject.encode() + b" ", b"".join((b" %d\r\n" % len(payload), payload, b"\r\n"))
     return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(payload) + payload + b"\r\n"
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from . import errors
 from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, Waiter
-from ._protocol import VALID_SUBJECTS, check_int, prepare_pub, pub_command_parts
+from ._protocol import SMALL_PAYLOAD, VALID_SUBJECTS, check_int, prepare_pub, pub_command_parts
 from ._time import seconds_to_nanos, to_seconds
 from .config import PubAck, validate_stream_name
 
@@ -124,7 +124,8 @@ def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[st
     """
     if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
             and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None:
-        if type(data) is bytes and type(subject) is str and subject in VALID_SUBJECTS and len(data) <= max_payload:
+        if type(data) is bytes and type(subject) is str and subject in VALID_SUBJECTS \
+                and len(data) <= SMALL_PAYLOAD <= max_payload:
             # The common publish, of a subject already checked: prepare_pub's result, built in place.
             return b"PUB " + subject.encode() + b" ", b" %d\r\n" % len(data) + data + b"\r\n"
         subject, payload, hdr = prepare_pub(subject, data, None, max_payload)
