@@ -27,6 +27,13 @@ import typing
 from .errors import (
     APIError,
     AuthorizationError,
+    BatchPublishDuplicateMsgIdError,
+    BatchPublishError,
+    BatchPublishIncompleteError,
+    BatchPublishNotEnabledError,
+    BatchPublishTooLargeError,
+    BatchPublishTooManyInflightError,
+    BatchPublishUnsupportedHeaderError,
     BucketExistsError,
     BucketNotFoundError,
     ClientClosedError,
@@ -34,6 +41,8 @@ from .errors import (
     ConsumerExistsError,
     ConsumerNotFoundError,
     ConsumerTypeError,
+    CounterDisabledError,
+    CounterNotFoundError,
     DigestMismatchError,
     DuplicateSubscriptionError,
     FeatureNotSupportedError,
@@ -71,6 +80,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
     from ._headers import Headers
     from ._protocol import DEFAULT
     from ._retry import RetryPolicy
+    from .atomic_batch import AtomicBatch
     from .client import (
         Client,
         connect,
@@ -78,6 +88,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
     from .config import (
         AccountInfo,
         AckPolicy,
+        BatchAck,
         ConsumerConfig,
         ConsumerInfo,
         DeliverPolicy,
@@ -100,6 +111,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         MessageStream,
     )
     from .consumer import Consumer
+    from .counter import Counter
     from .events import (
         ApiAudit,
         ApiLimitReached,
@@ -150,14 +162,16 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     "._headers": ("Headers",),
     "._protocol": ("DEFAULT",),
     "._retry": ("RetryPolicy",),
+    ".atomic_batch": ("AtomicBatch",),
     ".client": ("Client", "connect"),
     ".config": (
-        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy", "PubAck",
-        "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression", "StreamConfig",
-        "StreamInfo", "Timestamp"
+        "AccountInfo", "AckPolicy", "BatchAck", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy",
+        "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression",
+        "StreamConfig", "StreamInfo", "Timestamp"
     ),
     ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
     ".consumer": ("Consumer",),
+    ".counter": ("Counter",),
     ".events": (
         "ApiAudit", "ApiLimitReached", "ConsumerAckMetric", "ConsumerAction", "ConsumerGroupPinned",
         "ConsumerGroupUnpinned", "ConsumerPause", "DomainLeaderElected", "Event", "EventStream", "LeaderElected",
@@ -203,7 +217,16 @@ __all__ = [
     "AckPolicy",
     "ApiAudit",
     "ApiLimitReached",
+    "AtomicBatch",
     "AuthorizationError",
+    "BatchAck",
+    "BatchPublishDuplicateMsgIdError",
+    "BatchPublishError",
+    "BatchPublishIncompleteError",
+    "BatchPublishNotEnabledError",
+    "BatchPublishTooLargeError",
+    "BatchPublishTooManyInflightError",
+    "BatchPublishUnsupportedHeaderError",
     "BucketExistsError",
     "BucketNotFoundError",
     "Client",
@@ -222,6 +245,9 @@ __all__ = [
     "ConsumerNotFoundError",
     "ConsumerPause",
     "ConsumerTypeError",
+    "Counter",
+    "CounterDisabledError",
+    "CounterNotFoundError",
     "DEFAULT",
     "DEFAULT_NAK_DELAYS",
     "DeliverPolicy",

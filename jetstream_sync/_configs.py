@@ -234,6 +234,10 @@ class StreamConfig(_Config):
     "Honour per-message TTLs (``Nats-TTL`` header)."
     subject_delete_marker_ttl: float | None = _duration()
     "Seconds to keep the marker left when max age removes a subject's last message."
+    allow_atomic: bool | None = _bool()
+    "Accept atomic batches (``js.batch()``, ``js.publish_batch()``); nats-server 2.12 or later."
+    allow_msg_counter: bool | None = _bool()
+    "Make every subject a counter (``js.counter()``); set only when creating the stream; nats-server 2.12+."
     extra: dict[str, Any] = _extra()
 
     def __attrs_post_init__(self) -> None:

@@ -16,8 +16,8 @@ from ._codec import (
 from ._configs import ConsumerConfig, ExternalStream, StreamConfig, SubjectTransform
 
 __all__ = [
-    "APIStats", "AccountInfo", "AccountLimits", "ClusterInfo", "ConsumerInfo", "PeerInfo", "PubAck", "SequenceInfo",
-    "StoredMsg", "StreamInfo", "StreamSourceInfo", "StreamState",
+    "APIStats", "AccountInfo", "AccountLimits", "BatchAck", "ClusterInfo", "ConsumerInfo", "PeerInfo", "PubAck",
+    "SequenceInfo", "StoredMsg", "StreamInfo", "StreamSourceInfo", "StreamState",
 ]
 
 
@@ -229,6 +229,24 @@ class PubAck(_Wire):
         from . import _html
 
         return _html.pub_ack(self)
+
+
+@attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)
+class BatchAck(_Wire):
+    """The server's acknowledgement of a committed atomic batch: every message of it is stored, at the
+    ``count`` stream sequences ending at ``seq``, in the order they were added."""
+
+    stream: str = _any(default=attrs.NOTHING)
+    "Stream that stored the batch."
+    seq: int = _any(default=attrs.NOTHING)
+    "Stream sequence of the commit message, the batch's last."
+    batch: str = _any(default=attrs.NOTHING)
+    "The batch's id (its ``Nats-Batch-Id`` header)."
+    count: int = _any(default=attrs.NOTHING)
+    "Messages stored, the commit message included."
+    domain: str | None = _any()
+    "JetStream domain, when set."
+    extra: dict[str, Any] = _extra()
 
 
 @attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)

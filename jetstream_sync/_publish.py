@@ -13,7 +13,8 @@
 # Rule 3: every future (and every blocked publish) ends: with a PubAck, an APIError,
 #         NoRespondersError, TimeoutError (swept every 0.25 s) or ClientClosedError.
 # Rule 4: what the server does with a publish beyond storing it (deduplication, the expected_*
-#         checks) is a header of that one publish, built by ``publish_headers`` and nowhere else.
+#         checks, a TTL, membership of an atomic batch) is a header of that one publish, built by
+#         ``publish_headers`` and nowhere else.
 from __future__ import annotations
 
 import asyncio
@@ -46,6 +47,13 @@ EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 #: The header of a per-message TTL (ADR-43; the stream needs ``allow_msg_ttl``).
 TTL = "Nats-TTL"
+#: The headers of a message of an atomic batch (ADR-50; the stream needs ``allow_atomic``): the batch's id,
+#: the message's place in it (from 1), and on the last message the commit (``1``: store it and the rest).
+BATCH_ID = "Nats-Batch-Id"
+BATCH_SEQ = "Nats-Batch-Sequence"
+BATCH_COMMIT = "Nats-Batch-Commit"
+#: The longest batch id the server takes.
+MAX_BATCH_ID = 64
 
 _SWEEP_INTERVAL = 0.25
 _LAZY = object()
@@ -83,13 +91,15 @@ def ttl_header(ttl: Any, name: str = "ttl") -> str:
 def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None,
                     expected_stream: str | None = None, expected_last_seq: int | None = None,
                     expected_last_subject_seq: int | None = None,
-                    expected_last_msg_id: str | None = None, ttl: Any = None) -> Mapping[str, Any] | None:
+                    expected_last_msg_id: str | None = None, ttl: Any = None, batch_id: str | None = None,
+                    batch_seq: int | None = None, batch_commit: bool = False) -> Mapping[str, Any] | None:
     """The headers of one publish: ``headers`` plus one header per option given (pure, no I/O).
 
     ``headers`` comes back as it is when no option is given; otherwise a new :class:`Headers` in
-    which an option's header replaces one of the same name in ``headers``. Raises TypeError/ValueError
-    naming the argument (``headers`` not a mapping, an empty ``msg_id``, a bad stream name, a
-    negative sequence).
+    which an option's header replaces one of the same name in ``headers``. ``batch_id`` makes the
+    publish message ``batch_seq`` of that atomic batch, its commit with ``batch_commit``. Raises
+    TypeError/ValueError naming the argument (``headers`` not a mapping, an empty ``msg_id``, a bad
+    stream name, a negative sequence).
     """
     if headers is not None and not isinstance(headers, Mapping):
         raise TypeError(f"headers must be a mapping of str to str (or list of str), got {type(headers).__name__}")
@@ -107,6 +117,13 @@ def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None
         extra[EXPECTED_LAST_MSG_ID] = _check_str(expected_last_msg_id, "expected_last_msg_id")
     if ttl is not None:
         extra[TTL] = ttl_header(ttl)
+    if batch_id is not None:
+        if len(_check_str(batch_id, "batch_id")) > MAX_BATCH_ID:
+            raise ValueError(f"batch_id must be at most {MAX_BATCH_ID} characters, got {len(batch_id)}")
+        extra[BATCH_ID] = batch_id
+        extra[BATCH_SEQ] = str(check_int(batch_seq, "batch_seq", 1))
+        if batch_commit:
+            extra[BATCH_COMMIT] = "1"
     if not extra:
         return headers
     return Headers.from_multi({**(Headers(headers).multi() if headers else {}),
@@ -116,14 +133,16 @@ def publish_headers(headers: Mapping[str, Any] | None, msg_id: str | None = None
 def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[str, Any] | None = None,
                   msg_id: str | None = None, expected_stream: str | None = None,
                   expected_last_seq: int | None = None, expected_last_subject_seq: int | None = None,
-                  expected_last_msg_id: str | None = None, ttl: Any = None) -> tuple[bytes, bytes]:
+                  expected_last_msg_id: str | None = None, ttl: Any = None, batch_id: str | None = None,
+                  batch_seq: int | None = None, batch_commit: bool = False) -> tuple[bytes, bytes]:
     """Check one publish; return the PUB command's bytes before and after the reply subject.
 
     Runs on the calling thread, no I/O. Raises TypeError/ValueError naming the argument (see
     :func:`publish_headers` and ``_protocol.prepare_pub``), nothing sent.
     """
     if headers is None and msg_id is None and expected_stream is None and expected_last_seq is None \
-            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None:
+            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None \
+            and batch_id is None:
         if type(data) is bytes and type(subject) is str and subject in VALID_SUBJECTS \
                 and len(data) <= SMALL_PAYLOAD <= max_payload:
             # The common publish, of a subject already checked: prepare_pub's result, built in place.
@@ -132,7 +151,7 @@ def publish_parts(subject: str, data: Any, max_payload: int, headers: Mapping[st
     else:
         subject, payload, hdr = prepare_pub(subject, data, publish_headers(
             headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-            expected_last_msg_id, ttl), max_payload)
+            expected_last_msg_id, ttl, batch_id, batch_seq, batch_commit), max_payload)
     return pub_command_parts(subject, payload, hdr)
 
 
@@ -351,8 +370,10 @@ class Publisher:
         return fut
 
     def call(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None,
-             subject: str = "") -> PubAck:
+             subject: str = "", empty_ok: bool = False) -> PubAck | None:
         """Publish ``head + reply + tail`` and block until its PubAck; return it (the blocking publish).
+        With ``empty_ok`` an empty reply (the server's ack of a message that begins an atomic batch)
+        returns None; otherwise it is a JetStreamError, as any reply that is not a PubAck.
 
         Blocks while the window is full (at most ``wait_slot``, None = no bound), then on the
         PubAck: the sweeper ends the wait with TimeoutError after ``timeout``; with a bound, the
@@ -375,6 +396,10 @@ class Publisher:
         _WAITERS.waiter = waiter
         if isinstance(answer, BaseException):
             raise answer
+        if not answer:
+            if empty_ok:
+                return None
+            raise errors.JetStreamError(f"unexpected reply to a publish to {subject!r} b'': not a PubAck")
         return _parse_puback(answer)
 
     def request(self, subject: str, body: bytes, timeout: float | None) -> tuple[bytes, bytes]:
@@ -478,6 +503,9 @@ class Publisher:
         fut, subject = entry[0], entry[2]
         if type(fut) is _BlockingRequest:
             fut.fire((data, raw_headers or b""))
+            return
+        if not data and not raw_headers and type(fut) is _BlockingPublish:
+            fut._finish_raw(data)  # an empty ack (an atomic batch begun): the caller says what it means
             return
         if raw_headers:
             hdrs = decode_headers(raw_headers)

@@ -29,6 +29,7 @@ from ._infos import (
     APIStats,
     AccountInfo,
     AccountLimits,
+    BatchAck,
     ClusterInfo,
     ConsumerInfo,
     PeerInfo,
@@ -46,7 +47,7 @@ from ._time import Seconds, Timestamp, format_time, nanos_to_seconds, parse_time
 for _cls in (AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, ExternalStream, Placement, RePublish,
              ReplayPolicy, RetentionPolicy, StorageType, StoreCompression, StreamConfig, StreamConsumerLimits,
              StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo, PeerInfo,
-             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState):
+             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState, BatchAck):
     _cls.__module__ = __name__
 del _cls
 
@@ -55,6 +56,7 @@ __all__ = [
     "AccountInfo",
     "AccountLimits",
     "AckPolicy",
+    "BatchAck",
     "ClusterInfo",
     "ConsumerConfig",
     "ConsumerInfo",

@@ -29,7 +29,15 @@ The tree::
     │   │   └── KeyRevisionMismatchError    kv.update(): the key's revision is another
     │   ├── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
     │   ├── MessageTTLInvalidError          10165  (a publish's ttl the server refuses)
-    │   └── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
+    │   ├── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
+    │   ├── CounterDisabledError            10168  (an increment to a stream without allow_msg_counter)
+    │   └── BatchPublishError               10175, 10179, 10200  (an atomic batch refused: none of it stored)
+    │       ├── BatchPublishNotEnabledError     10174  (a stream without allow_atomic)
+    │       ├── BatchPublishIncompleteError     10176  (a message lost on the way, or 10 s idle)
+    │       ├── BatchPublishUnsupportedHeaderError  10177  (expected_last_msg_id in a batch)
+    │       ├── BatchPublishTooLargeError       10199  (more messages than the server's limit)
+    │       ├── BatchPublishDuplicateMsgIdError 10201  (a msg_id the stream already has)
+    │       └── BatchPublishTooManyInflightError  10210  (too many batches open on the stream)
     ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
     ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
@@ -52,7 +60,8 @@ The tree::
     ├── InvalidKeyError                 a key-value key the bucket cannot hold (also a ValueError)
     ├── ObjectNotFoundError             no such object in the store (or it was deleted)
     ├── ObjectAlreadyExistsError        renaming or linking onto a live object
-    └── DigestMismatchError             an object read back is not what was stored
+    ├── DigestMismatchError             an object read back is not what was stored
+    └── CounterNotFoundError            no counter on the subject (.stream, .subject)
 
 ``APIError`` subclasses are chosen by the server's ``err_code``; an unknown
 code still becomes a plain ``APIError`` carrying the code. Errors about a
@@ -70,6 +79,13 @@ from typing import Any, ClassVar, Mapping
 __all__ = [
     "APIError",
     "AuthorizationError",
+    "BatchPublishDuplicateMsgIdError",
+    "BatchPublishError",
+    "BatchPublishIncompleteError",
+    "BatchPublishNotEnabledError",
+    "BatchPublishTooLargeError",
+    "BatchPublishTooManyInflightError",
+    "BatchPublishUnsupportedHeaderError",
     "BucketExistsError",
     "BucketNotFoundError",
     "ClientClosedError",
@@ -77,6 +93,8 @@ __all__ = [
     "ConsumerExistsError",
     "ConsumerNotFoundError",
     "ConsumerTypeError",
+    "CounterDisabledError",
+    "CounterNotFoundError",
     "DigestMismatchError",
     "DuplicateSubscriptionError",
     "FeatureNotSupportedError",
@@ -339,6 +357,75 @@ class MessageTTLDisabledError(APIError):
         return f"{where} does not allow per-message TTLs: set allow_msg_ttl=True on it"
 
 
+def _stream_of(exc: APIError) -> str:
+    """The stream an error of a publish is about, in words."""
+    if exc.stream:
+        return f"stream {exc.stream!r}"
+    return f"the stream capturing subject {exc.subject!r}" if exc.subject else "the stream"
+
+
+class CounterDisabledError(APIError):
+    """An increment (``counter.add``, a ``Nats-Incr`` header) to a stream whose subjects are not counters, or
+    ``js.counter()`` of one: the stream needs ``allow_msg_counter=True``, which only a new stream can have."""
+
+    err_codes = (10168,)
+
+    def _what(self) -> str:
+        return f"{_stream_of(self)} does not allow counters: create it with allow_msg_counter=True"
+
+
+class BatchPublishError(APIError):
+    """The server refused an atomic batch (``js.batch()``, ``publish_batch``): none of its messages was
+    stored. The subclasses say why; this class itself is a batch the server found malformed (10175 a
+    message without ``Nats-Batch-Sequence``, 10179 an id longer than 64 characters, 10200 a commit header
+    other than ``1``), which this client does not send."""
+
+    err_codes = (10175, 10179, 10200)
+
+
+class BatchPublishNotEnabledError(BatchPublishError):
+    """An atomic batch to a stream that does not take them: set ``allow_atomic=True`` on it."""
+
+    err_codes = (10174,)
+
+    def _what(self) -> str:
+        return f"{_stream_of(self)} does not allow atomic batches: set allow_atomic=True on it"
+
+
+class BatchPublishIncompleteError(BatchPublishError):
+    """The server abandoned the batch before its commit: a message of it was lost on the way (the
+    connection dropped, the server's inbound queue was full), the batch had no message for 10 s, or its
+    stream's leader changed. Nothing of it was stored; publish it again as a new batch."""
+
+    err_codes = (10176,)
+
+
+class BatchPublishUnsupportedHeaderError(BatchPublishError):
+    """A message of the batch carries a header batches cannot have (``Nats-Expected-Last-Msg-Id``)."""
+
+    err_codes = (10177,)
+
+
+class BatchPublishTooLargeError(BatchPublishError):
+    """The batch has more messages than the server takes in one batch (1000 unless its
+    ``max_batch_size`` limit says otherwise)."""
+
+    err_codes = (10199,)
+
+
+class BatchPublishDuplicateMsgIdError(BatchPublishError):
+    """A message of the batch has a ``msg_id`` the stream already stored within its duplicate window."""
+
+    err_codes = (10201,)
+
+
+class BatchPublishTooManyInflightError(BatchPublishError):
+    """Too many batches are open: the stream (50) or the server (1000) has that many begun and neither
+    committed nor abandoned yet (a discarded batch stays open on the server until 10 s without traffic)."""
+
+    err_codes = (10210,)
+
+
 _REGISTRY: dict[int, type[APIError]] = {
     code: cls
     for cls in (
@@ -353,6 +440,14 @@ _REGISTRY: dict[int, type[APIError]] = {
         StreamWrongLastMsgIdError,
         MessageTTLInvalidError,
         MessageTTLDisabledError,
+        CounterDisabledError,
+        BatchPublishError,
+        BatchPublishNotEnabledError,
+        BatchPublishIncompleteError,
+        BatchPublishUnsupportedHeaderError,
+        BatchPublishTooLargeError,
+        BatchPublishDuplicateMsgIdError,
+        BatchPublishTooManyInflightError,
     )
     for code in cls.err_codes
 }
@@ -602,3 +697,15 @@ class FeatureNotSupportedError(JetStreamError):
 
     def __reduce__(self):
         return (type(self), (self.feature, self.needs, self.level, self.server))
+
+
+class CounterNotFoundError(JetStreamError):
+    """No counter on ``subject`` in stream ``stream``: nothing was ever added to it (or it was purged)."""
+
+    def __init__(self, stream: str, subject: str, message: str | None = None) -> None:
+        self.stream = stream
+        self.subject = subject
+        super().__init__(message or f"no counter on subject {subject!r} in stream {stream!r}")
+
+    def __reduce__(self):
+        return (type(self), (self.stream, self.subject, str(self)))

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -28,12 +28,15 @@ from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
 from .events import EventStream, open_events
 from .kv import KeyValue, KeyValueConfig, KeyValueStatus, check_bucket, stream_config_of
+from .atomic_batch import AtomicBatch, publish_batch
+from .counter import Counter
 from .object_store import ObjectStore, ObjectStoreConfig, ObjectStoreStatus, object_stream_config
 from .subscription import Subscription, pull_subscribe, subscribe
 from .stream import Stream
 from .config import (
     AccountInfo,
     AckPolicy,
+    BatchAck,
     ConsumerConfig,
     ConsumerInfo,
     PubAck,
@@ -453,6 +456,21 @@ class JetStream:
             if info.config is not None and info.config.name.startswith("OBJ_"):
                 yield ObjectStoreStatus.from_stream_info(info)
 
+    # -- counters (ADR-49) --------------------------------------------------------------
+
+    def counter(self, stream: str, *, timeout: Timeout = DEFAULT) -> Counter:
+        """The counters of ``stream``, a stream made with ``allow_msg_counter=True``: every subject of it
+        is a counter (``add``, ``get``, ``get_many``).
+
+        Blocks for one STREAM.INFO request (retried). Raises ``CounterDisabledError`` naming
+        ``allow_msg_counter`` when the stream does not count, ``StreamNotFoundError``,
+        ``FeatureNotSupportedError`` (a server before 2.12, before anything is sent), ValueError for a
+        bad name.
+        """
+        validate_stream_name(stream, "stream")
+        self._jsapi.require("counters", 2, "2.12")
+        return Counter(self, self.stream_info(stream, timeout=timeout))
+
     # -- events ------------------------------------------------------------------
 
     def events(self, subject_filter: str = ">", *, types: Any = None) -> EventStream:
@@ -568,6 +586,37 @@ class JetStream:
         if ttl is not None:
             self._jsapi.require("a per-message TTL", 1, "2.11")
         return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
+
+    def batch(self) -> AtomicBatch:
+        """Begin an atomic batch: its messages are stored all together when committed, or none of them.
+
+        ::
+
+            with js.batch() as batch:
+                batch.add("orders.1", b"...")
+                ack = batch.commit("orders.2", b"...")
+
+        No I/O until the first ``add``. Leaving the ``with`` block without ``commit()`` (or by an
+        exception) discards the batch: nothing of it is stored. Needs nats-server 2.12 or later
+        (``FeatureNotSupportedError`` here otherwise) and a stream with ``allow_atomic=True``.
+        """
+        return AtomicBatch(self)
+
+    def publish_batch(self, messages: Iterable[Any], *, timeout: Timeout = DEFAULT) -> BatchAck:
+        """Publish ``messages`` as one atomic batch (all stored, or none); return the :class:`BatchAck`.
+
+        Each message is a ``(subject, data)`` tuple, or a mapping with ``subject``, ``data`` and
+        optional ``headers`` (and :meth:`AtomicBatch.add`'s options: ``msg_id``, ``ttl``, the
+        ``expected_*`` checks on the first message only); the last one commits the batch. Every message
+        is checked before the first is sent. Blocks for the first message's ack and the commit's PubAck,
+        each at most ``timeout``; the messages between are sent without waiting.
+
+        Raises ValueError/TypeError before anything is sent (no messages, more than 1000, a bad
+        message, an expectation after the first), ``FeatureNotSupportedError`` (a server before 2.12),
+        what :meth:`AtomicBatch.commit` raises (a ``BatchPublishError`` subclass, an expectation error:
+        then nothing is stored).
+        """
+        return publish_batch(self, messages, timeout)
 
     def publish_async_pending(self) -> int:
         """How many ``publish_async`` futures are still unresolved. No I/O."""
