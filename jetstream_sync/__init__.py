@@ -80,6 +80,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         AckPolicy,
         ConsumerConfig,
         ConsumerInfo,
+        ConsumerPauseResponse,
         DeliverPolicy,
         DiscardPolicy,
         PubAck,
@@ -152,9 +153,9 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     "._retry": ("RetryPolicy",),
     ".client": ("Client", "connect"),
     ".config": (
-        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy", "PubAck",
-        "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression", "StreamConfig",
-        "StreamInfo", "Timestamp"
+        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "ConsumerPauseResponse", "DeliverPolicy",
+        "DiscardPolicy", "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg",
+        "StoreCompression", "StreamConfig", "StreamInfo", "Timestamp"
     ),
     ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
     ".consumer": ("Consumer",),
@@ -221,6 +222,7 @@ __all__ = [
     "ConsumerInfo",
     "ConsumerNotFoundError",
     "ConsumerPause",
+    "ConsumerPauseResponse",
     "ConsumerTypeError",
     "DEFAULT",
     "DEFAULT_NAK_DELAYS",
