@@ -91,6 +91,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         BatchAck,
         ConsumerConfig,
         ConsumerInfo,
+        ConsumerPauseResponse,
         DeliverPolicy,
         DiscardPolicy,
         PubAck,
@@ -165,9 +166,9 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     ".atomic_batch": ("AtomicBatch",),
     ".client": ("Client", "connect"),
     ".config": (
-        "AccountInfo", "AckPolicy", "BatchAck", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy",
-        "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression",
-        "StreamConfig", "StreamInfo", "Timestamp"
+        "AccountInfo", "AckPolicy", "BatchAck", "ConsumerConfig", "ConsumerInfo", "ConsumerPauseResponse",
+        "DeliverPolicy", "DiscardPolicy", "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType",
+        "StoredMsg", "StoreCompression", "StreamConfig", "StreamInfo", "Timestamp"
     ),
     ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
     ".consumer": ("Consumer",),
@@ -244,6 +245,7 @@ __all__ = [
     "ConsumerInfo",
     "ConsumerNotFoundError",
     "ConsumerPause",
+    "ConsumerPauseResponse",
     "ConsumerTypeError",
     "Counter",
     "CounterDisabledError",

@@ -319,6 +319,11 @@ class Connection:
         """(loop thread) Drop whatever still arrives on ``sub`` until it is unsubscribed."""
         self._nc._raw_handlers[sub._id] = _ignore
 
+    def reroute(self, sub: Any, handler: RawHandler) -> None:
+        """(loop thread) Hand whatever still arrives on ``sub`` to ``handler`` instead (loop thread, as
+        any raw handler), e.g. to hand back what a request dropped for a newer one still delivers."""
+        self._nc._raw_handlers[sub._id] = handler
+
     async def unsubscribe_raw(self, sub: Any, linger: float = 0.0) -> None:
         """Unsubscribe (loop thread). With ``linger`` the handler keeps seeing messages
         already on the wire for that many seconds, so it can hand them back."""

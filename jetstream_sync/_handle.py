@@ -1,10 +1,11 @@
 # What every handle on a server-side consumer shares, pull or push: its names, its context, the
-# cached info and the two management calls. The read calls are the subclasses' (consumer.py,
-# push_consumer.py), since they differ by kind.
+# cached info and the management calls (info, delete, pause, resume). The read calls are the
+# subclasses' (consumer.py, push_consumer.py), since they differ by kind.
 #
 # Rule: a handle holds no server resources; ``cached_info`` is what the last round trip said.
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from ._connection import Connection
@@ -12,7 +13,7 @@ from ._engine import Target
 from ._jsapi import JsApi
 from ._protocol import DEFAULT, Timeout
 from .api import ApiPrefix
-from .config import ConsumerInfo
+from .config import ConsumerInfo, ConsumerPauseResponse
 from .events import EventStream, open_events
 
 __all__ = ["Context", "ConsumerHandle", "target_of"]
@@ -35,6 +36,11 @@ class Context(Protocol):
     def consumer_info(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerInfo: ...
 
     def delete_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> None: ...
+
+    def pause_consumer(self, stream: str, name: str, until: datetime | float | timedelta, *,
+                       timeout: Timeout = DEFAULT) -> ConsumerPauseResponse: ...
+
+    def resume_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerPauseResponse: ...
 
 
 def target_of(js: Context, stream: str, consumer: str, label: str, subject: str | None = None,
@@ -102,3 +108,25 @@ class ConsumerHandle:
     def delete(self, *, timeout: Timeout = DEFAULT) -> None:
         """Delete this consumer on the server (one request). Raises ``ConsumerNotFoundError``."""
         self._js.delete_consumer(self.stream_name, self.name, timeout=timeout)
+
+    def pause(self, until: datetime | float | timedelta, *, timeout: Timeout = DEFAULT) -> ConsumerPauseResponse:
+        """Pause this consumer until ``until`` (an aware ``datetime``, or seconds from now as a number
+        or a ``timedelta``): the server delivers nothing from it meanwhile, then goes on by itself.
+        Needs nats-server 2.11. ``cached_info`` is not refreshed.
+
+        One request (retried), blocking at most ``timeout`` per attempt. Raises ValueError/TypeError
+        naming ``until`` (a naive datetime, a time not in the future) and ``FeatureNotSupportedError``
+        (an older server) before anything is sent; ``ConsumerNotFoundError``, ``TimeoutError``.
+        """
+        return self._js.pause_consumer(self.stream_name, self.name, until, timeout=timeout)
+
+    def resume(self, *, timeout: Timeout = DEFAULT) -> ConsumerPauseResponse:
+        """Resume this consumer now. The ``messages()`` and ``consume()`` of this client reading it pull
+        again at once (the server would leave a pull request that waited through the pause unanswered
+        until a new message came); a push consumer delivers again with the next message stored, or at its
+        next idle heartbeat. Needs nats-server 2.11.
+
+        One request (retried), blocking at most ``timeout`` per attempt. Raises
+        ``FeatureNotSupportedError`` (nothing sent), ``ConsumerNotFoundError``, ``TimeoutError``.
+        """
+        return self._js.resume_consumer(self.stream_name, self.name, timeout=timeout)

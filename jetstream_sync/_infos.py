@@ -16,8 +16,8 @@ from ._codec import (
 from ._configs import ConsumerConfig, ExternalStream, StreamConfig, SubjectTransform
 
 __all__ = [
-    "APIStats", "AccountInfo", "AccountLimits", "BatchAck", "ClusterInfo", "ConsumerInfo", "PeerInfo", "PubAck",
-    "SequenceInfo", "StoredMsg", "StreamInfo", "StreamSourceInfo", "StreamState",
+    "APIStats", "AccountInfo", "AccountLimits", "BatchAck", "ClusterInfo", "ConsumerInfo", "ConsumerPauseResponse",
+    "PeerInfo", "PubAck", "SequenceInfo", "StoredMsg", "StreamInfo", "StreamSourceInfo", "StreamState",
 ]
 
 
@@ -190,10 +190,10 @@ class ConsumerInfo(_Wire):
     "Raft group of the consumer."
     push_bound: bool | None = _any()
     "A push consumer has an active subscriber."
-    paused: bool | None = _any()
-    "The consumer is paused (see ``config.pause_until``)."
+    paused: bool = _any(default=False)
+    "The consumer is paused until ``config.pause_until`` (False when not: the server then leaves it out)."
     pause_remaining: float | None = _duration(negative_is_none=True)
-    "Seconds until the pause ends."
+    "Seconds until the pause ends (None when not paused)."
     ts: datetime | None = _time()
     "When this info was gathered."
     extra: dict[str, Any] = _extra()
@@ -203,6 +203,21 @@ class ConsumerInfo(_Wire):
         from . import _html
 
         return _html.consumer_info(self)
+
+
+@attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)
+class ConsumerPauseResponse(_Wire):
+    """Answer to ``$JS.API.CONSUMER.PAUSE`` (``consumer.pause()`` and ``consumer.resume()``)."""
+
+    _envelope = frozenset({"type"})
+
+    paused: bool = _any(default=False)
+    "The consumer is paused now (False after a resume)."
+    pause_until: datetime | None = _time()
+    "When the pause ends (None after a resume)."
+    pause_remaining: float | None = _duration(negative_is_none=True)
+    "Seconds until the pause ends, as the server counted them (None when not paused)."
+    extra: dict[str, Any] = _extra()
 
 
 # ---------------------------------------------------------------------------------------------

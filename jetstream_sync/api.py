@@ -97,6 +97,9 @@ class ApiPrefix:
     def consumer_names(self, stream: str) -> str:
         return self("CONSUMER.NAMES", stream)
 
+    def consumer_pause(self, stream: str, name: str) -> str:
+        return self("CONSUMER.PAUSE", stream, name)
+
     def msg_next(self, stream: str, consumer: str) -> str:
         return self("CONSUMER.MSG.NEXT", stream, consumer)
 
@@ -122,7 +125,7 @@ _STREAM_OPS = {"CREATE": "create stream", "UPDATE": "update stream", "INFO": "st
                "DELETE": "delete stream", "PURGE": "purge stream", "MSG.GET": "get message from stream",
                "MSG.DELETE": "delete message from stream"}
 _CONSUMER_OPS = {"CREATE": "create consumer", "INFO": "consumer info of", "DELETE": "delete consumer",
-                 "MSG.NEXT": "pull request to consumer"}
+                 "MSG.NEXT": "pull request to consumer", "PAUSE": "pause or resume consumer"}
 
 
 def _parse(tokens: list[str]) -> tuple[str, str | None, str | None]:

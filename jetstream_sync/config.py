@@ -32,6 +32,7 @@ from ._infos import (
     BatchAck,
     ClusterInfo,
     ConsumerInfo,
+    ConsumerPauseResponse,
     PeerInfo,
     PubAck,
     SequenceInfo,
@@ -46,8 +47,9 @@ from ._time import Seconds, Timestamp, format_time, nanos_to_seconds, parse_time
 # version loads in one that still has the single config module (a Spark driver and its executors).
 for _cls in (AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, ExternalStream, Placement, RePublish,
              ReplayPolicy, RetentionPolicy, StorageType, StoreCompression, StreamConfig, StreamConsumerLimits,
-             StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo, PeerInfo,
-             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState, BatchAck):
+             StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo,
+             ConsumerPauseResponse, PeerInfo, PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo,
+             StreamState, BatchAck):
     _cls.__module__ = __name__
 del _cls
 
@@ -60,6 +62,7 @@ __all__ = [
     "ClusterInfo",
     "ConsumerConfig",
     "ConsumerInfo",
+    "ConsumerPauseResponse",
     "DeliverPolicy",
     "DiscardPolicy",
     "ExternalStream",

@@ -8,7 +8,10 @@
 #         Consumer) are returned for that.
 from __future__ import annotations
 
+import math
+import numbers
 import time
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
@@ -24,6 +27,7 @@ from .consume import NakDelay
 from .consumer import Consumer
 from .ordered import OrderedConsumer
 from .message import Msg
+from .pull import wake_resumed
 from .push import DEFAULT_PENDING_BYTES, DEFAULT_PENDING_MSGS
 from .push_consumer import PushConsumer
 from .events import EventStream, open_events
@@ -39,8 +43,10 @@ from .config import (
     BatchAck,
     ConsumerConfig,
     ConsumerInfo,
+    ConsumerPauseResponse,
     PubAck,
     config_from,
+    format_time,
     StreamConfig,
     StreamInfo,
     validate_consumer_name,
@@ -50,7 +56,33 @@ from .config import (
 if TYPE_CHECKING:
     import concurrent.futures
 
-__all__ = ["JetStream"]
+__all__ = ["JetStream", "pause_deadline"]
+
+
+def pause_deadline(until: Any, now: datetime | None = None) -> datetime:
+    """The aware time a pause ends, from ``until``: an aware ``datetime``, or seconds from ``now`` (a
+    number or a ``timedelta``). Raises TypeError/ValueError naming ``until`` for anything else, a
+    naive datetime, or a time that is not after ``now``. No I/O."""
+    now = datetime.now(timezone.utc) if now is None else now
+    if isinstance(until, datetime):
+        if until.tzinfo is None or until.utcoffset() is None:
+            raise ValueError(f"until must be a timezone-aware datetime (got naive {until!r}): "
+                             f"e.g. datetime.now(timezone.utc) + timedelta(minutes=5)")
+        deadline = until
+    elif isinstance(until, (timedelta, numbers.Real)) and not isinstance(until, bool):
+        if not isinstance(until, timedelta) and not math.isfinite(until):
+            raise ValueError(f"until must be a finite number of seconds from now, got {until!r}")
+        try:
+            deadline = now + (until if isinstance(until, timedelta) else timedelta(seconds=float(until)))
+        except OverflowError:
+            raise ValueError(f"until is too far ahead to be a time, got {until!r}") from None
+    else:
+        raise TypeError(f"until must be an aware datetime, or seconds from now (a number or a timedelta), "
+                        f"got {type(until).__name__}")
+    if deadline <= now:
+        raise ValueError(f"until must be in the future (to resume now, use resume()), got {until!r}")
+    return deadline
+
 
 class JetStream:
     """A JetStream context: manage streams and consumers, publish. Thread-safe.
@@ -292,6 +324,47 @@ class JetStream:
         """Iterate over every consumer name on ``stream``, page by page."""
         validate_stream_name(stream, "stream")
         return self._jsapi.paged(self._api.consumer_names(stream), "consumers", None, timeout, str)
+
+    def pause_consumer(self, stream: str, name: str, until: datetime | float | timedelta, *,
+                       timeout: Timeout = DEFAULT) -> ConsumerPauseResponse:
+        """Pause consumer ``name`` of ``stream``: the server delivers nothing from it until ``until`` (an
+        aware ``datetime``, or seconds from now as a number or a ``timedelta``), then goes on by itself.
+        Pull requests are kept meanwhile, and acks of what was delivered before still count. Needs
+        nats-server 2.11.
+
+        One request (retried: pausing until a given time is idempotent), blocking at most ``timeout`` per
+        attempt. Raises ValueError/TypeError naming ``until`` for a naive datetime, a time not in the
+        future or what is no time at all, ``FeatureNotSupportedError`` on an older server (nothing sent
+        in either case), ``ConsumerNotFoundError``, ``StreamNotFoundError``, ``TimeoutError``.
+        """
+        validate_stream_name(stream, "stream")
+        validate_consumer_name(name, "name")
+        deadline = pause_deadline(until)
+        self._jsapi.require("pausing a consumer", 1, "2.11")
+        resp = self._jsapi.request(self._api.consumer_pause(stream, name), {"pause_until": format_time(deadline)},
+                                   timeout, idempotent=True)
+        return ConsumerPauseResponse.from_response(resp)
+
+    def resume_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> ConsumerPauseResponse:
+        """Resume a paused consumer now (a consumer that is not paused stays as it is). Needs
+        nats-server 2.11.
+
+        The server does not go back to the pull requests that waited during the pause until a message
+        or another request arrives, so the ``messages()`` and ``consume()`` of this client reading the
+        consumer pull again on their own at once (on the loop thread, after this returns). A ``fetch()``
+        or ``next()`` waiting meanwhile ends at its expiry as usual; a push consumer delivers again with
+        the next message stored, or at its next idle heartbeat.
+
+        One request (retried), blocking at most ``timeout`` per attempt. Raises
+        ``FeatureNotSupportedError`` on an older server (nothing sent), ``ConsumerNotFoundError``,
+        ``StreamNotFoundError``, ``TimeoutError``.
+        """
+        validate_stream_name(stream, "stream")
+        validate_consumer_name(name, "name")
+        self._jsapi.require("resuming a consumer", 1, "2.11")
+        resp = self._jsapi.request(self._api.consumer_pause(stream, name), {}, timeout, idempotent=True)
+        wake_resumed(self._conn, self._api.msg_next(stream, name))
+        return ConsumerPauseResponse.from_response(resp)
 
     def _consumer_handle(self, info: ConsumerInfo) -> "Consumer":
         if info.config is not None and info.config.deliver_subject:

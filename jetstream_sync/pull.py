@@ -10,6 +10,10 @@
 #         status sorting is ``_protocol.classify_status``.
 # Rule 3: a pull that ends unsubscribes its inbox at once, so the server drops
 #         any request still waiting on it and no later pull loses a message.
+# Rule 4: a consumer resumed through a connection (``wake_resumed``) has each continuous
+#         pull of it on that connection pull again at once: the server does not go back to the
+#         requests that waited through the pause. The registry of running pulls is written on
+#         the loop threads and read by the resuming thread, under its lock.
 from __future__ import annotations
 
 import asyncio
@@ -23,14 +27,14 @@ from time import monotonic as _monotonic
 from typing import Any
 
 from . import errors
-from ._connection import translate
+from ._connection import Connection, translate
 from ._delivery import ACK_PREFIX, Delivery
 from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_, lost_verdict
 from ._protocol import NAK, Status, ack_command, classify_status, pub_command, pull_request, spelled, status_of
 from .message import Msg
 from .pull_options import BYTES_BATCH, ConsumeOptions, FetchOptions
 
-__all__ = ["ContinuousPull", "FetchPull", "NextInbox", "PullCredit", "lost_consumer"]
+__all__ = ["ContinuousPull", "FetchPull", "NextInbox", "PullCredit", "lost_consumer", "wake_resumed"]
 
 log = logging.getLogger(__name__)
 
@@ -374,6 +378,23 @@ class PullCredit:
 
 RETRY_PULL_DELAY = 1.0
 
+#: The continuous pulls running, by (connection, pull subject): what ``wake_resumed`` wakes.
+_running: dict[tuple[Connection, str], set[ContinuousPull]] = {}
+_running_lock = threading.Lock()
+
+
+def wake_resumed(conn: Connection, subject: str) -> None:
+    """The consumer whose pull requests go to ``subject`` was resumed through ``conn``: each continuous
+    pull of it on ``conn`` pulls again at once (:meth:`ContinuousPull.resumed`, on the loop thread).
+    Any thread; never blocks."""
+    with _running_lock:
+        pulls = list(_running.get((conn, subject), ()))
+    for pull in pulls:
+        try:
+            conn.loop_thread.call_soon(pull.resumed)
+        except errors.ClientClosedError:
+            return
+
 
 class ContinuousPull:
     """The ADR-37 continuous pull on one inbox (loop thread), with credit counted until handed over.
@@ -413,6 +434,10 @@ class ContinuousPull:
         self.limit = opts.max_messages if opts.max_bytes is None else None
         self._asked = False     # a consumer info was asked since the last sign of life (a 503 is asked about once)
         self._checking = False  # ... and its answer is awaited: no pull goes out meanwhile
+        self._registered: tuple[Connection, str] | None = None  # its key in ``_running``, while there
+        self._renewing = False  # pulling afresh after a resume (resumed())
+        self._resumed_again = False  # ... and another resume came meanwhile: renew once more after it
+        self._moving = False    # ... and the old inbox is being dropped: no pull goes out meanwhile
 
     # -- loop thread -------------------------------------------------------
 
@@ -421,6 +446,10 @@ class ContinuousPull:
         self.attach()
         assert self._target.consumer is not None
         await self.retarget(self._target.consumer)
+        if not self._d.stopped:  # a resume through this connection finds it (wake_resumed)
+            self._registered = key = (self._conn, self._subject)
+            with _running_lock:
+                _running.setdefault(key, set()).add(self)
 
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
@@ -463,7 +492,8 @@ class ContinuousPull:
     def _check(self) -> None:
         """Top credit back up to the limit when it has fallen to the threshold (ADR-37 steps 1-2)."""
         d = self._d
-        if d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking:
+        if (d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking
+                or self._moving):
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
         request = self._credit.next_request()
         if request is None:
@@ -559,6 +589,79 @@ class ContinuousPull:
         self._retry_timer = None
         self._check()
 
+    def resumed(self) -> None:
+        """(loop thread) The consumer was resumed through this connection. The server does not go back
+        to the pull requests that waited through the pause until a message or a new request arrives, so
+        the one waiting here could get nothing until it expires: pull afresh on a new inbox, dropping the
+        old one (which makes the server discard the request waiting on it). Nothing while disconnected
+        (the reconnect pulls afresh) or once stopped; one renewal at a time (a resume during one renews
+        again after it: a pause between the two could have caught the fresh request)."""
+        d, credit = self._d, self._credit
+        if self._renewing:
+            self._resumed_again = True
+            return
+        if d.stopped or d.paused or d.sub is None:
+            return
+        if not (credit.pending_msgs or credit.pending_bytes):
+            return  # no request of ours is waiting (the buffer is full): the next one goes out as usual
+        self._renewing = True
+        self._conn.loop_thread.spawn(self._renew(), name="jetstream-sync-pull-renew")
+
+    async def _renew(self) -> None:
+        client, d = self._conn, self._d
+        try:
+            await self._until_resumed()
+            if d.stopped or d.paused or d.sub is None:
+                return
+            inbox = client.new_inbox()
+            sub = await client.subscribe_raw(inbox, self._on_msg)
+            if d.stopped or d.sub is None:  # halted (or suspended) while subscribing
+                await client.unsubscribe_raw(sub)
+                return
+            old, d.sub = d.sub, sub
+            self._inbox = inbox
+            d.subjects = (self._subject, inbox)
+            # Whatever the old request still delivers goes back at once, uncounted: its credit is gone.
+            client.reroute(old, self._late)
+            self._credit.forget()
+            self._moving = True  # the UNSUB goes out before the new request: the old one cannot take more
+            try:
+                await client.unsubscribe_raw(old, linger=2.0)
+            finally:
+                self._moving = False
+            d.heartbeat.seen()
+            self._check()
+        except Exception as exc:  # noqa: BLE001 - the waiting request stays; its expiry pulls again
+            log.debug("jetstream_sync: %s: pulling again after a resume failed: %r", self._target.label, exc)
+        finally:
+            self._renewing = False
+            if self._resumed_again:
+                self._resumed_again = False
+                self.resumed()
+
+    async def _until_resumed(self) -> None:
+        """Wait (at most :data:`CHECK_TIMEOUT`) until the consumer's info no longer says paused: in a
+        cluster the answer to a resume leaves before the consumer's leader has applied it, and a pull
+        arriving there first would wait again. Never raises."""
+        target = self._target
+        if target.jsapi is None:
+            return
+        deadline = _monotonic() + CHECK_TIMEOUT
+        delay = 0.02
+        while not self._d.stopped:
+            try:
+                info = await target.jsapi.request_async(target.info_subject(), None, CHECK_TIMEOUT, idempotent=False)
+            except Exception:  # noqa: BLE001 - no answer: pull again anyway
+                return
+            if not info.get("paused") or _monotonic() + delay > deadline:
+                return
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 0.25)
+
+    def _late(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        """(loop thread) A message on an inbox this pull dropped: NAKed, so it is redelivered at once."""
+        self._d.nak_late(reply)
+
     def _ask(self, err: BaseException, terminal: bool) -> None:
         """Ask the server once whether the consumer and its stream still exist (loop thread; the answer
         comes back on it). Gone: halt with a ``ConsumerDeletedError`` naming them. There (or no
@@ -593,6 +696,14 @@ class ContinuousPull:
             return
         if self._retry_timer is not None:
             self._retry_timer.cancel()
+        key, self._registered = self._registered, None
+        if key is not None:
+            with _running_lock:
+                pulls = _running.get(key)
+                if pulls is not None:
+                    pulls.discard(self)
+                    if not pulls:
+                        del _running[key]
         self._d.end(err)  # dropping interest makes the server discard our waiting pull requests
 
     def reconnected(self) -> None:

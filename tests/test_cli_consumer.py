@@ -1,6 +1,7 @@
-# Charter: `jetstream-sync consumer add|ls|info|next|rm` through the real console script against
-# the shared server: config flags landing in the server's config, tables and --json, `next`
-# acking (or not) what it printed, and exit 3 for a missing consumer or no message in time.
+# Charter: `jetstream-sync consumer add|ls|info|next|pause|resume|rm` through the real console script
+# against the shared server: config flags landing in the server's config, tables and --json, `next`
+# acking (or not) what it printed, pause and resume as the server reports them, and exit 3 for a
+# missing consumer or no message in time.
 from __future__ import annotations
 
 import json
@@ -158,3 +159,52 @@ def test_add_takes_a_json_config_file_and_flags_override_it(orders, nats_server,
                       server=nats_server))
     assert (doc["name"], doc["config"]["filter_subject"]) == ("fromfile", "cli.c.paid")
     assert (doc["config"]["ack_wait"], doc["config"]["max_deliver"], doc["num_pending"]) == (10 * NS, 2, 1)
+
+
+def _raw_info(js, stream: str, consumer: str) -> dict:
+    return json.loads(js.client.request(f"$JS.API.CONSUMER.INFO.{stream}.{consumer}", b"").data)
+
+
+def test_pause_until_a_time_or_for_a_duration_then_resume(orders, nats_server):
+    orders.create_consumer("CLI_C", durable_name="held")
+    human = ok(cli("consumer", "pause", "CLI_C", "held", "10m", "-f", server=nats_server))
+    assert human.startswith("paused consumer held of stream CLI_C until ") and human.endswith(" remaining)\n")
+    raw = _raw_info(orders, "CLI_C", "held")
+    assert raw["paused"] is True and 500 * NS < raw["pause_remaining"] <= 600 * NS
+    shown = ok(cli("consumer", "info", "CLI_C", "held", server=nats_server))
+    assert "Paused until:" in shown and "Paused:" in shown and "remaining" in shown
+
+    doc = as_json(cli("consumer", "pause", "CLI_C", "held", "--for", "1h", "-f", "--json", server=nats_server))
+    assert (doc["stream"], doc["consumer"], doc["paused"]) == ("CLI_C", "held", True)
+    assert 3500 * NS < doc["pause_remaining"] <= 3600 * NS
+    doc = as_json(cli("consumer", "pause", "CLI_C", "held", "2099-01-02 03:04:05", "-f", "--json",
+                      server=nats_server))
+    assert doc["pause_until"] == "2099-01-02T03:04:05Z"  # the nats CLI's form, read as UTC
+    assert _raw_info(orders, "CLI_C", "held")["config"]["pause_until"] == "2099-01-02T03:04:05Z"
+
+    assert ok(cli("consumer", "resume", "CLI_C", "held", "-f", server=nats_server)) == \
+        "resumed consumer held of stream CLI_C (it was paused until 2099-01-02T03:04:05Z)\n"
+    assert "paused" not in _raw_info(orders, "CLI_C", "held")
+    assert "Paused:" not in ok(cli("consumer", "info", "CLI_C", "held", server=nats_server))
+    fails(cli("consumer", "resume", "CLI_C", "held", "-f", server=nats_server), 1,
+          "consumer 'held' of stream 'CLI_C' is not paused")
+    assert as_json(cli("consumer", "pause", "CLI_C", "held", "1h", "-f", "-j", server=nats_server))["paused"]
+    assert as_json(cli("consumer", "resume", "CLI_C", "held", "-f", "-j", server=nats_server)) == \
+        {"stream": "CLI_C", "consumer": "held", "paused": False}
+
+
+def test_pause_refuses_a_missing_bad_or_past_time_and_a_missing_consumer(orders, nats_server):
+    orders.create_consumer("CLI_C", durable_name="held")
+    fails(cli("consumer", "pause", "CLI_C", "held", "-f", server=nats_server), 2,
+          "UNTIL .* or --for DURATION is required; there is no terminal")
+    fails(cli("consumer", "pause", "CLI_C", "held", "10m", "--for", "1h", "-f", server=nats_server), 2,
+          "give UNTIL or --for, not both")
+    fails(cli("consumer", "pause", "CLI_C", "held", "soon", "-f", server=nats_server), 2, "invalid time 'soon'")
+    fails(cli("consumer", "pause", "CLI_C", "held", "2020-01-01T00:00:00Z", "-f", server=nats_server), 2,
+          "until must be in the future")
+    fails(cli("consumer", "pause", "CLI_C", "held", "10m", server=nats_server), 2, "give -f")
+    fails(cli("consumer", "resume", "CLI_C", "held", server=nats_server), 1, "is not paused")
+    fails(cli("consumer", "pause", "CLI_C", "nobody", "10m", "-f", server=nats_server), 3,
+          "consumer 'nobody' not found on stream 'CLI_C'")
+    fails(cli("consumer", "resume", "CLI_NOPE", "held", "-f", server=nats_server), 3, "stream 'CLI_NOPE' not found")
+    assert "paused" not in _raw_info(orders, "CLI_C", "held")

@@ -1,10 +1,11 @@
-# ``jetstream-sync consumer add|ls|info|next|rm``: consumer management and pulling messages.
-# Config flags write to dest "cfg.<field>" (default SUPPRESS), as in stream.py; `next` pulls
-# with one fetch and acks what it printed, unless --no-ack.
+# ``jetstream-sync consumer add|ls|info|next|sub|events|pause|resume|rm``: consumer management and
+# pulling messages. Config flags write to dest "cfg.<field>" (default SUPPRESS), as in stream.py;
+# `next` pulls with one fetch and acks what it printed, unless --no-ack.
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import jetstream_sync as jss
@@ -129,6 +130,29 @@ def _register_next_sub_events_rm(cmds: Any, common: argparse.ArgumentParser) -> 
     force_flag(rm)
     rm.set_defaults(handler=cmd_rm)
 
+    pause = cmds.add_parser("pause", parents=[common], help="pause a consumer until a later time",
+                            description="Pause the consumer: the server delivers nothing from it until UNTIL "
+                                        "(or for --for), then goes on by itself (nats-server 2.11 or later). "
+                                        "Asks first on a terminal; -f pauses without asking (and is needed "
+                                        "without a terminal). On a terminal a missing UNTIL is asked for.")
+    pause.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    pause.add_argument("consumer", metavar="NAME", help="the consumer's name")
+    pause.add_argument("until", metavar="UNTIL", nargs="?", type=pause_time,
+                       help="an RFC 3339 time, '2024-05-01 12:00:00' (UTC) or a duration from now (e.g. 1h30m)")
+    pause.add_argument("--for", dest="pause_for", type=duration, metavar="DURATION",
+                       help="pause for this long from now (instead of UNTIL)")
+    force_flag(pause)
+    pause.set_defaults(handler=cmd_pause)
+
+    resume = cmds.add_parser("resume", parents=[common], help="resume a paused consumer",
+                             description="Resume a paused consumer now (nats-server 2.11 or later). Exits 1 when "
+                                         "it is not paused. Asks first on a terminal; -f resumes without asking "
+                                         "(and is needed without a terminal).")
+    resume.add_argument("stream", metavar="STREAM", help="the stream the consumer reads")
+    resume.add_argument("consumer", metavar="NAME", help="the consumer's name")
+    force_flag(resume)
+    resume.set_defaults(handler=cmd_resume)
+
 
 
 def _config_flags(p: argparse.ArgumentParser) -> None:
@@ -177,6 +201,21 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
                 help="push: idle heartbeat interval, e.g. 5s")
     config_flag(g, "--pause-until", field="pause_until", type=time_ahead, metavar="TIME",
          help="deliver nothing until this RFC 3339 time, or for this long (e.g. 10m)")
+
+
+def pause_time(text: str) -> datetime:
+    """UNTIL of ``consumer pause``: an RFC 3339 time, ``2024-05-01 12:00:00`` (UTC, as the nats CLI
+    reads it) or a duration from now."""
+    try:
+        return datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        pass
+    try:
+        return time_ahead(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: use RFC 3339 (2024-05-01T12:00:00Z), '2024-05-01 12:00:00' (UTC) or a "
+            f"duration from now (e.g. 1h)") from None
 
 
 def _consumer(js: jss.JetStream, stream: str, name: str) -> jss.Consumer:
@@ -398,7 +437,7 @@ def show_info(out: Output, info: jss.ConsumerInfo) -> None:
         ("Ack pending", fmt_int(info.num_ack_pending)),
         ("Redelivered", fmt_int(info.num_redelivered)),
         ("Waiting pulls", fmt_int(info.num_waiting)),
-        ("Paused", "true" if info.paused else None),
+        ("Paused", f"true, {fmt_duration(round(info.pause_remaining or 0))} remaining" if info.paused else None),
     ])
 
 
@@ -517,6 +556,53 @@ def cmd_events(args: argparse.Namespace, session: Session, out: Output) -> int:
     info = consumer_info(js, args.stream, args.consumer)
     handle = (js.push_consumer if info.config.deliver_subject else js.consumer)(args.stream, args.consumer)
     return run_events(handle.events(), out, args.count)
+
+
+def cmd_pause(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer pause STREAM NAME [UNTIL | --for DURATION] [-f]``: pause the consumer (asks first on a
+    terminal, and for UNTIL when neither is given); prints until when. A time not in the future is a
+    usage error (exit 2), a server older than 2.11 exit 1."""
+    if args.until is not None and args.pause_for is not None:
+        raise UsageError("consumer pause: give UNTIL or --for, not both")
+    until = args.until
+    if args.pause_for is not None:
+        until = datetime.now(timezone.utc) + timedelta(seconds=args.pause_for)
+    if until is None:
+        if not can_ask():
+            raise UsageError("consumer pause: UNTIL (a time or a duration) or --for DURATION is required; there is "
+                             "no terminal to ask on")
+        until = ask("Pause until (time or duration)", "1h", pause_time)
+    if not confirm_or_force(args, "consumer pause",
+                            f"pause consumer {args.consumer} of stream {args.stream} until {fmt_time(until)}"):
+        out.line(f"consumer {args.consumer} not paused")
+        return 0
+    resp = _looked_up(lambda: session.js().pause_consumer(args.stream, args.consumer, until), args.stream,
+                      args.consumer)
+    if out.json:
+        out.emit({"stream": args.stream, "consumer": args.consumer, **resp.to_dict()})
+    else:
+        out.line(f"paused consumer {args.consumer} of stream {args.stream} until {fmt_time(resp.pause_until)} "
+                 f"({fmt_duration(round(resp.pause_remaining or 0))} remaining)")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, session: Session, out: Output) -> int:
+    """``consumer resume STREAM NAME [-f]``: resume a paused consumer (asks first on a terminal). One
+    lookup first: a consumer that is not paused exits 1 with nothing changed, as in the nats CLI."""
+    js = session.js()
+    info = consumer_info(js, args.stream, args.consumer)
+    if not info.paused:
+        raise CommandError(f"consumer {args.consumer!r} of stream {args.stream!r} is not paused")
+    if not confirm_or_force(args, "consumer resume", f"resume consumer {args.consumer} of stream {args.stream}"):
+        out.line(f"consumer {args.consumer} not resumed")
+        return 0
+    resp = _looked_up(lambda: js.resume_consumer(args.stream, args.consumer), args.stream, args.consumer)
+    if out.json:
+        out.emit({"stream": args.stream, "consumer": args.consumer, "paused": resp.paused})
+    else:
+        out.line(f"resumed consumer {args.consumer} of stream {args.stream} (it was paused until "
+                 f"{fmt_time(info.config.pause_until)})")
+    return 0
 
 
 def cmd_rm(args: argparse.Namespace, session: Session, out: Output) -> int:
