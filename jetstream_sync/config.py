@@ -6,7 +6,7 @@
 # Rule 2: pure, as all of those are: no I/O, no `nats` import, no threads.
 from __future__ import annotations
 
-from ._codec import validate_consumer_name, validate_stream_name
+from ._codec import check_priority_group, validate_consumer_name, validate_stream_name
 from ._configs import (
     AckPolicy,
     ConsumerConfig,
@@ -14,6 +14,7 @@ from ._configs import (
     DiscardPolicy,
     ExternalStream,
     Placement,
+    PriorityPolicy,
     RePublish,
     ReplayPolicy,
     RetentionPolicy,
@@ -32,6 +33,7 @@ from ._infos import (
     ClusterInfo,
     ConsumerInfo,
     PeerInfo,
+    PriorityGroupState,
     PubAck,
     SequenceInfo,
     StoredMsg,
@@ -46,7 +48,8 @@ from ._time import Seconds, Timestamp, format_time, nanos_to_seconds, parse_time
 for _cls in (AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, ExternalStream, Placement, RePublish,
              ReplayPolicy, RetentionPolicy, StorageType, StoreCompression, StreamConfig, StreamConsumerLimits,
              StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo, PeerInfo,
-             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState):
+             PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo, StreamState, PriorityPolicy,
+             PriorityGroupState):
     _cls.__module__ = __name__
 del _cls
 
@@ -63,6 +66,8 @@ __all__ = [
     "ExternalStream",
     "PeerInfo",
     "Placement",
+    "PriorityGroupState",
+    "PriorityPolicy",
     "PubAck",
     "RePublish",
     "ReplayPolicy",
@@ -80,6 +85,7 @@ __all__ = [
     "StreamState",
     "SubjectTransform",
     "Timestamp",
+    "check_priority_group",
     "config_from",
     "format_time",
     "nanos_to_seconds",
