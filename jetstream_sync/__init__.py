@@ -57,6 +57,7 @@ from .errors import (
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     PermissionViolationError,
+    PinIdMismatchError,
     SlowConsumerError,
     StreamNameInUseError,
     StreamNotFoundError,
@@ -82,6 +83,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         ConsumerInfo,
         DeliverPolicy,
         DiscardPolicy,
+        PriorityPolicy,
         PubAck,
         ReplayPolicy,
         RetentionPolicy,
@@ -152,9 +154,9 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     "._retry": ("RetryPolicy",),
     ".client": ("Client", "connect"),
     ".config": (
-        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy", "PubAck",
-        "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg", "StoreCompression", "StreamConfig",
-        "StreamInfo", "Timestamp"
+        "AccountInfo", "AckPolicy", "ConsumerConfig", "ConsumerInfo", "DeliverPolicy", "DiscardPolicy",
+        "PriorityPolicy", "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType", "StoredMsg",
+        "StoreCompression", "StreamConfig", "StreamInfo", "Timestamp"
     ),
     ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
     ".consumer": ("Consumer",),
@@ -277,6 +279,8 @@ __all__ = [
     "ObjectWatcher",
     "OrderedConsumer",
     "PermissionViolationError",
+    "PinIdMismatchError",
+    "PriorityPolicy",
     "PubAck",
     "PushConsumer",
     "QuorumLost",

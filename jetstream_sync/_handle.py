@@ -36,6 +36,8 @@ class Context(Protocol):
 
     def delete_consumer(self, stream: str, name: str, *, timeout: Timeout = DEFAULT) -> None: ...
 
+    def unpin_consumer(self, stream: str, name: str, group: str, *, timeout: Timeout = DEFAULT) -> None: ...
+
 
 def target_of(js: Context, stream: str, consumer: str, label: str, subject: str | None = None,
               backoff: Any = None) -> Target:

@@ -29,7 +29,8 @@ The tree::
     │   │   └── KeyRevisionMismatchError    kv.update(): the key's revision is another
     │   ├── StreamWrongLastMsgIdError       10070  (expected_last_msg_id failed)
     │   ├── MessageTTLInvalidError          10165  (a publish's ttl the server refuses)
-    │   └── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
+    │   ├── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
+    │   └── PinIdMismatchError              423: a pinned priority group moved its pin (a warning)
     ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
     ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
@@ -100,6 +101,7 @@ __all__ = [
     "ObjectAlreadyExistsError",
     "ObjectNotFoundError",
     "PermissionViolationError",
+    "PinIdMismatchError",
     "SlowConsumerError",
     "StreamNameInUseError",
     "StreamNotFoundError",
@@ -337,6 +339,16 @@ class MessageTTLDisabledError(APIError):
                     f"limit_marker_ttl")
         where = f"stream {self.stream!r}" if self.stream else "the stream"
         return f"{where} does not allow per-message TTLs: set allow_msg_ttl=True on it"
+
+
+class PinIdMismatchError(APIError):
+    """A pull of a ``pinned_client`` priority group sent a pin id the server no longer holds (status 423): the
+    group was unpinned, or pinned to another client. The client forgets its pin id and pulls on as a standby;
+    ``messages()``/``consume()`` report it as a warning. ``code`` is 423, ``err_code`` None."""
+
+    def _what(self) -> str:
+        who = f"consumer {self.consumer!r} of stream {self.stream!r}" if self.consumer else "the consumer"
+        return f"{who} no longer has this client pinned: {self.description or 'pin id mismatch'}"
 
 
 _REGISTRY: dict[int, type[APIError]] = {
