@@ -66,6 +66,7 @@ from .errors import (
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     PermissionViolationError,
+    PinIdMismatchError,
     SlowConsumerError,
     StreamNameInUseError,
     StreamNotFoundError,
@@ -94,6 +95,7 @@ if typing.TYPE_CHECKING:  # what the names below are, for type checkers and edit
         ConsumerPauseResponse,
         DeliverPolicy,
         DiscardPolicy,
+        PriorityPolicy,
         PubAck,
         ReplayPolicy,
         RetentionPolicy,
@@ -167,8 +169,8 @@ _LAZY_BY_MODULE: dict[str, tuple[str, ...]] = {
     ".client": ("Client", "connect"),
     ".config": (
         "AccountInfo", "AckPolicy", "BatchAck", "ConsumerConfig", "ConsumerInfo", "ConsumerPauseResponse",
-        "DeliverPolicy", "DiscardPolicy", "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds", "StorageType",
-        "StoredMsg", "StoreCompression", "StreamConfig", "StreamInfo", "Timestamp"
+        "DeliverPolicy", "DiscardPolicy", "PriorityPolicy", "PubAck", "ReplayPolicy", "RetentionPolicy", "Seconds",
+        "StorageType", "StoredMsg", "StoreCompression", "StreamConfig", "StreamInfo", "Timestamp"
     ),
     ".consume": ("DEFAULT_NAK_DELAYS", "ConsumeHandle", "ConsumeStats", "MessageStream"),
     ".consumer": ("Consumer",),
@@ -305,6 +307,8 @@ __all__ = [
     "ObjectWatcher",
     "OrderedConsumer",
     "PermissionViolationError",
+    "PinIdMismatchError",
+    "PriorityPolicy",
     "PubAck",
     "PushConsumer",
     "QuorumLost",

@@ -24,7 +24,7 @@ from . import errors
 from ._headers import decode_headers, encode_headers
 from ._time import Timestamp, format_time, nanos_to_seconds, parse_time, seconds_to_nanos, to_seconds
 
-__all__ = ["validate_consumer_name", "validate_stream_name"]
+__all__ = ["check_priority_group", "validate_consumer_name", "validate_stream_name"]
 
 
 class _WireEnum(str, enum.Enum):
@@ -116,6 +116,20 @@ def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:
 def validate_consumer_name(name: object, field: str = "name") -> str:
     """Check a consumer (or durable) name as nats-server does; return it."""
     return _check_name(name, field)
+
+
+_PRIORITY_GROUP = re.compile(r"\A[A-Za-z0-9/_=-]{1,16}\Z")
+
+
+def check_priority_group(group: object, field: str = "group") -> str:
+    """A priority group name (ADR-42: 1 to 16 letters, digits, ``-``, ``_``, ``/`` or ``=``), checked as
+    nats-server does; return it. ``TypeError``/``ValueError`` name ``field``. Pure."""
+    if not isinstance(group, str):
+        raise TypeError(f"{field} must be a str, got {type(group).__name__}")
+    if not _PRIORITY_GROUP.match(group):
+        raise ValueError(f"{field} {group!r} is not a valid priority group name: 1 to 16 letters, digits, "
+                         f"'-', '_', '/' or '='")
+    return group
 
 
 # ---------------------------------------------------------------------------------------------

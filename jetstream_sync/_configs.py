@@ -13,13 +13,13 @@ from typing import Any
 import attrs
 
 from ._codec import (
-    _Config, _WireEnum, _bind_names, _bool, _check_subject_field, _conv_durations, _duration, _enum, _extra, _field, _int, _limit, _nested, _nested_list, _require_str, _str, _str_map, _strs, _time, validate_consumer_name, validate_stream_name,
+    _Config, _WireEnum, _bind_names, _bool, _check_subject_field, _conv_durations, _duration, _enum, _extra, _field, _int, _limit, _nested, _nested_list, _require_str, _str, _str_map, _strs, _time, check_priority_group, validate_consumer_name, validate_stream_name,
 )
 
 __all__ = [
-    "AckPolicy", "ConsumerConfig", "DeliverPolicy", "DiscardPolicy", "ExternalStream", "Placement", "RePublish",
-    "ReplayPolicy", "RetentionPolicy", "StorageType", "StoreCompression", "StreamConfig", "StreamConsumerLimits",
-    "StreamSource", "SubjectTransform", "config_from",
+    "AckPolicy", "ConsumerConfig", "DeliverPolicy", "DiscardPolicy", "ExternalStream", "Placement", "PriorityPolicy",
+    "RePublish", "ReplayPolicy", "RetentionPolicy", "StorageType", "StoreCompression", "StreamConfig",
+    "StreamConsumerLimits", "StreamSource", "SubjectTransform", "config_from",
 ]
 
 
@@ -69,6 +69,15 @@ class ReplayPolicy(_WireEnum):
 
     INSTANT = "instant"
     ORIGINAL = "original"
+
+
+class PriorityPolicy(_WireEnum):
+    """How a pull consumer with priority groups shares its messages among the clients pulling (ADR-42)."""
+
+    NONE = "none"                    # no priority groups (the server's default)
+    OVERFLOW = "overflow"            # a pull may ask for messages only above min_pending / min_ack_pending
+    PINNED_CLIENT = "pinned_client"  # one client gets every message; the others stand by
+    PRIORITIZED = "prioritized"      # pulls with a lower priority (0-9) are served first
 
 
 class StoreCompression(_WireEnum):
@@ -364,6 +373,12 @@ class ConsumerConfig(_Config):
     "Push consumers: enable flow control."
     idle_heartbeat: float | None = _duration()
     "Push consumers: heartbeat interval in seconds."
+    priority_policy: PriorityPolicy | None = _enum(PriorityPolicy)
+    "Pull consumers: how the clients of a priority group share messages; needs ``priority_groups``."
+    priority_groups: list[str] | None = _strs()
+    "Pull consumers: the priority group names (1 to 16 of ``A-Z a-z 0-9 - _ / =``); every pull names one."
+    priority_timeout: float | None = _duration()
+    "``pinned_client``: seconds without a new pull after which the pin moves (server default 120)."
     extra: dict[str, Any] = _extra()
 
     @max_deliver.validator
@@ -403,6 +418,24 @@ class ConsumerConfig(_Config):
                 )
         if self.ack_policy is AckPolicy.NONE and (self.ack_wait is not None or self.backoff):
             raise ValueError("ack_wait and backoff need acks: they cannot be set with ack_policy='none'")
+        self._check_priority()
+
+    def _check_priority(self) -> None:
+        """The ADR-42 rules nats-server applies: a policy needs groups and groups need a policy; pull only."""
+        for i, group in enumerate(self.priority_groups or ()):
+            check_priority_group(group, f"priority_groups[{i}]")
+        if self.priority_policy in (None, PriorityPolicy.NONE):
+            if self.priority_groups:
+                raise ValueError("priority_groups need a priority_policy ('overflow', 'pinned_client' or "
+                                 "'prioritized')")
+            if self.priority_timeout:
+                raise ValueError("priority_timeout needs a priority_policy (it is for 'pinned_client')")
+            return
+        if not self.priority_groups:
+            raise ValueError(f"priority_policy={self.priority_policy.value!r} needs priority_groups "
+                             f"(at least one name)")
+        if self.deliver_subject is not None:
+            raise ValueError("priority_policy is for pull consumers: it cannot be set with deliver_subject")
 
 
 def _val(policy: _WireEnum | None) -> str | None:

@@ -17,7 +17,8 @@ from ._configs import ConsumerConfig, ExternalStream, StreamConfig, SubjectTrans
 
 __all__ = [
     "APIStats", "AccountInfo", "AccountLimits", "BatchAck", "ClusterInfo", "ConsumerInfo", "ConsumerPauseResponse",
-    "PeerInfo", "PubAck", "SequenceInfo", "StoredMsg", "StreamInfo", "StreamSourceInfo", "StreamState",
+    "PeerInfo", "PriorityGroupState", "PubAck", "SequenceInfo", "StoredMsg", "StreamInfo", "StreamSourceInfo",
+    "StreamState",
 ]
 
 
@@ -161,6 +162,19 @@ class SequenceInfo(_Wire):
 
 
 @attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)
+class PriorityGroupState(_Wire):
+    """One priority group of a consumer, as the server reports it (ADR-42)."""
+
+    group: str | None = _any()
+    "The group's name."
+    pinned_client_id: str | None = _any()
+    "``pinned_client``: the pin id of the client the group is pinned to (None: none is)."
+    pinned_ts: datetime | None = _time()
+    "When the group was pinned to that client (None: not pinned)."
+    extra: dict[str, Any] = _extra()
+
+
+@attrs.frozen(kw_only=True, repr=False, field_transformer=_bind_names)
 class ConsumerInfo(_Wire):
     """Answer to ``$JS.API.CONSUMER.INFO`` (and to create): config plus progress."""
 
@@ -194,6 +208,8 @@ class ConsumerInfo(_Wire):
     "The consumer is paused until ``config.pause_until`` (False when not: the server then leaves it out)."
     pause_remaining: float | None = _duration(negative_is_none=True)
     "Seconds until the pause ends (None when not paused)."
+    priority_groups: list[PriorityGroupState] | None = _nested_list(PriorityGroupState)
+    "The state of each priority group (which client a ``pinned_client`` group is pinned to)."
     ts: datetime | None = _time()
     "When this info was gathered."
     extra: dict[str, Any] = _extra()

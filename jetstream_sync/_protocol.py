@@ -22,7 +22,8 @@ __all__ = [
     "ACK", "ACK_CONSUMER_SEQ", "ACK_DELIVERED", "ACK_PENDING", "ACK_STREAM_SEQ", "ACK_TIMESTAMP_NS", "NAK", "TERM",
     "WPI", "AckFields", "Status", "ack_command", "check_count", "check_int", "check_seconds", "check_subject",
     "check_timeout", "classify_status",
-    "SMALL_PAYLOAD", "encode_payload", "parse_ack_subject", "prepare_pub", "pub_command", "pub_command_parts", "pull_request", "single_valued", "spelled", "status_of",
+    "SMALL_PAYLOAD", "encode_payload", "parse_ack_subject", "pin_id_of", "prepare_pub", "pub_command",
+    "pub_command_parts", "pull_request", "single_valued", "spelled", "status_of",
 ]
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -161,9 +162,14 @@ def prepare_pub(subject: Any, data: Any, headers: Mapping[str, Any] | None, max_
 
 
 def pull_request(batch: int, *, max_bytes: int | None = None, expires: float | None = None,
-                 idle_heartbeat: float | None = None, no_wait: bool = False) -> dict[str, Any]:
+                 idle_heartbeat: float | None = None, no_wait: bool = False,
+                 priority: Mapping[str, Any] | None = None, pin_id: str | None = None) -> dict[str, Any]:
     """The body of a ``CONSUMER.MSG.NEXT`` pull request (ADR-37), durations in integer nanoseconds:
-    the one builder for fetch, next and the continuous pull. ``no_wait`` replaces ``expires``."""
+    the one builder for fetch, next and the continuous pull. ``no_wait`` replaces ``expires``.
+
+    ``priority``: the priority-group fields of the pull (ADR-42: ``group``, and ``min_pending``,
+    ``min_ack_pending`` or ``priority`` where given), checked by the caller; ``pin_id``: the id a pinned
+    group gave this client, sent back as ``id``."""
     req: dict[str, Any] = {"batch": batch}
     if max_bytes is not None:
         req["max_bytes"] = max_bytes
@@ -173,7 +179,26 @@ def pull_request(batch: int, *, max_bytes: int | None = None, expires: float | N
         req["expires"] = int(expires * 1e9)
     if idle_heartbeat is not None:
         req["idle_heartbeat"] = int(idle_heartbeat * 1e9)
+    if priority:
+        req.update(priority)
+        if pin_id:
+            req["id"] = pin_id
     return req
+
+
+#: How the server names a pinned client's id in the messages it delivers to it (ADR-42).
+_PIN_HEADER = b"\r\nNats-Pin-Id:"
+
+
+def pin_id_of(raw_headers: bytes) -> str | None:
+    """The ``Nats-Pin-Id`` of a delivered message's raw header block, or None. No full header parse:
+    pulls of a pinned group look at every message."""
+    i = raw_headers.find(_PIN_HEADER)
+    if i < 0:
+        return None
+    start = i + len(_PIN_HEADER)
+    end = raw_headers.find(b"\r\n", start)
+    return raw_headers[start:end if end >= 0 else len(raw_headers)].strip().decode() or None
 
 
 #: Acknowledgement payloads (ADR-15 / nats.go jetstream ``ackType``).
@@ -291,6 +316,8 @@ def classify_status(code: str, description: str, stream: str | None = None,
         return Status.WARNING, errors.APIError(409, None, description, **about)
     if code == "503":
         return Status.TERMINAL, errors.NoRespondersError(f"no responders for the pull request to {who} (503)")
+    if code == "423":  # ADR-42: the pull sent a pin id the group no longer holds ("Nats-Pin-Id mismatch")
+        return Status.WARNING, errors.PinIdMismatchError(423, None, description, stream=stream, consumer=consumer)
     return Status.TERMINAL, errors.APIError(int(code) if code.isdigit() else None, None,
                                             description or f"pull failed with status {code}", **about)
 

@@ -103,6 +103,9 @@ class ApiPrefix:
     def msg_next(self, stream: str, consumer: str) -> str:
         return self("CONSUMER.MSG.NEXT", stream, consumer)
 
+    def consumer_unpin(self, stream: str, consumer: str) -> str:
+        return self("CONSUMER.UNPIN", stream, consumer)
+
     def describe(self, subject: str) -> str:
         """What a request on ``subject`` does, in words, with the subject: for error messages.
 
@@ -125,7 +128,8 @@ _STREAM_OPS = {"CREATE": "create stream", "UPDATE": "update stream", "INFO": "st
                "DELETE": "delete stream", "PURGE": "purge stream", "MSG.GET": "get message from stream",
                "MSG.DELETE": "delete message from stream"}
 _CONSUMER_OPS = {"CREATE": "create consumer", "INFO": "consumer info of", "DELETE": "delete consumer",
-                 "MSG.NEXT": "pull request to consumer", "PAUSE": "pause or resume consumer"}
+                 "MSG.NEXT": "pull request to consumer", "PAUSE": "pause or resume consumer",
+                 "UNPIN": "unpin consumer"}
 
 
 def _parse(tokens: list[str]) -> tuple[str, str | None, str | None]:

@@ -6,7 +6,7 @@
 # Rule 2: pure, as all of those are: no I/O, no `nats` import, no threads.
 from __future__ import annotations
 
-from ._codec import validate_consumer_name, validate_stream_name
+from ._codec import check_priority_group, validate_consumer_name, validate_stream_name
 from ._configs import (
     AckPolicy,
     ConsumerConfig,
@@ -14,6 +14,7 @@ from ._configs import (
     DiscardPolicy,
     ExternalStream,
     Placement,
+    PriorityPolicy,
     RePublish,
     ReplayPolicy,
     RetentionPolicy,
@@ -34,6 +35,7 @@ from ._infos import (
     ConsumerInfo,
     ConsumerPauseResponse,
     PeerInfo,
+    PriorityGroupState,
     PubAck,
     SequenceInfo,
     StoredMsg,
@@ -49,7 +51,7 @@ for _cls in (AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, ExternalSt
              ReplayPolicy, RetentionPolicy, StorageType, StoreCompression, StreamConfig, StreamConsumerLimits,
              StreamSource, SubjectTransform, APIStats, AccountInfo, AccountLimits, ClusterInfo, ConsumerInfo,
              ConsumerPauseResponse, PeerInfo, PubAck, SequenceInfo, StoredMsg, StreamInfo, StreamSourceInfo,
-             StreamState, BatchAck):
+             StreamState, BatchAck, PriorityPolicy, PriorityGroupState):
     _cls.__module__ = __name__
 del _cls
 
@@ -68,6 +70,8 @@ __all__ = [
     "ExternalStream",
     "PeerInfo",
     "Placement",
+    "PriorityGroupState",
+    "PriorityPolicy",
     "PubAck",
     "RePublish",
     "ReplayPolicy",
@@ -85,6 +89,7 @@ __all__ = [
     "StreamState",
     "SubjectTransform",
     "Timestamp",
+    "check_priority_group",
     "config_from",
     "format_time",
     "nanos_to_seconds",

@@ -31,13 +31,14 @@ The tree::
     │   ├── MessageTTLInvalidError          10165  (a publish's ttl the server refuses)
     │   ├── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
     │   ├── CounterDisabledError            10168  (an increment to a stream without allow_msg_counter)
-    │   └── BatchPublishError               10175, 10179, 10200  (an atomic batch refused: none of it stored)
-    │       ├── BatchPublishNotEnabledError     10174  (a stream without allow_atomic)
-    │       ├── BatchPublishIncompleteError     10176  (a message lost on the way, or 10 s idle)
-    │       ├── BatchPublishUnsupportedHeaderError  10177  (expected_last_msg_id in a batch)
-    │       ├── BatchPublishTooLargeError       10199  (more messages than the server's limit)
-    │       ├── BatchPublishDuplicateMsgIdError 10201  (a msg_id the stream already has)
-    │       └── BatchPublishTooManyInflightError  10210  (too many batches open on the stream)
+    │   ├── BatchPublishError               10175, 10179, 10200  (an atomic batch refused: none of it stored)
+    │   │   ├── BatchPublishNotEnabledError     10174  (a stream without allow_atomic)
+    │   │   ├── BatchPublishIncompleteError     10176  (a message lost on the way, or 10 s idle)
+    │   │   ├── BatchPublishUnsupportedHeaderError  10177  (expected_last_msg_id in a batch)
+    │   │   ├── BatchPublishTooLargeError       10199  (more messages than the server's limit)
+    │   │   ├── BatchPublishDuplicateMsgIdError 10201  (a msg_id the stream already has)
+    │   │   └── BatchPublishTooManyInflightError  10210  (too many batches open on the stream)
+    │   └── PinIdMismatchError              423: a pinned priority group moved its pin (a warning)
     ├── ConsumerDeletedError            the consumer (or its stream) is gone while pulling (terminal)
     ├── ConsumerTypeError               a pull call on a push consumer, or the reverse
     ├── SubscriptionConfigError         subscribe() options contradict each other or the consumer
@@ -118,6 +119,7 @@ __all__ = [
     "ObjectAlreadyExistsError",
     "ObjectNotFoundError",
     "PermissionViolationError",
+    "PinIdMismatchError",
     "SlowConsumerError",
     "StreamNameInUseError",
     "StreamNotFoundError",
@@ -424,6 +426,14 @@ class BatchPublishTooManyInflightError(BatchPublishError):
     committed nor abandoned yet (a discarded batch stays open on the server until 10 s without traffic)."""
 
     err_codes = (10210,)
+class PinIdMismatchError(APIError):
+    """A pull of a ``pinned_client`` priority group sent a pin id the server no longer holds (status 423): the
+    group was unpinned, or pinned to another client. The client forgets its pin id and pulls on as a standby;
+    ``messages()``/``consume()`` report it as a warning. ``code`` is 423, ``err_code`` None."""
+
+    def _what(self) -> str:
+        who = f"consumer {self.consumer!r} of stream {self.stream!r}" if self.consumer else "the consumer"
+        return f"{who} no longer has this client pinned: {self.description or 'pin id mismatch'}"
 
 
 _REGISTRY: dict[int, type[APIError]] = {

@@ -178,9 +178,12 @@ class NextCall:
             body = request_body(opts)
         # Everything the wait needs is ready before the write: after it this thread only blocks,
         # leaving the GIL to the loop thread it wakes.
-        deadline = time.monotonic() + opts.client_deadline
+        now = time.monotonic()
+        deadline = now + opts.client_deadline
         heartbeat = HeartbeatWatch(opts.idle_heartbeat)
-        cmd = b"PUB " + inbox.subject + b" " + inbox.prefix + token + b" %d\r\n" % len(body) + body + b"\r\n"
+        self._head = head = b"PUB " + inbox.subject + b" " + inbox.prefix + token
+        self._server_end = now + opts.expires
+        cmd = head + b" %d\r\n" % len(body) + body + b"\r\n"
         # The cleanup wraps a call, not the wait loop (see MessageStream.next).
         try:
             self._conn.write(cmd)
@@ -188,8 +191,20 @@ class NextCall:
         finally:
             inbox.finish(self._ok)
 
+    def _pull_rest(self, opts: Any) -> bool:
+        """A 423: the group's pin is no longer this handle's (ADR-42). Forget the pin id and pull again,
+        without it, until the first pull's end; False when no time is left."""
+        opts.priority.pin.refused()
+        rest = opts.rest(0, 0, self._server_end - time.monotonic())
+        if rest is None:
+            return False
+        body = request_body(rest)
+        self._conn.write(self._head + b" %d\r\n" % len(body) + body + b"\r\n")
+        return True
+
     def _wait(self, q: queue.SimpleQueue, opts: Any, what: str, deadline: float, heartbeat: HeartbeatWatch) -> Msg:
         client = self._conn
+        pin = opts.priority.pin if opts.priority is not None else None
         while True:
             try:
                 item = q.get(timeout=WAKE_INTERVAL)
@@ -218,6 +233,10 @@ class NextCall:
                                             target.consumer)
                 if kind in _IDLE:
                     continue
+                if isinstance(err, errors.PinIdMismatchError) and pin is not None:
+                    if self._pull_rest(opts):
+                        continue
+                    kind = Status.END  # no time left to pull again: as if it had expired
                 self._ok = True  # the server ended this request itself
                 if kind is Status.END:
                     raise errors.TimeoutError.after(what, opts.expires, "no message")
@@ -227,4 +246,6 @@ class NextCall:
                     raise lost_consumer_sync(target, err)
                 raise err
             self._ok = True
+            if pin is not None and raw:
+                pin.seen(raw)
             return Msg(client, subject.decode(), reply.decode(), data, raw, None, reply)

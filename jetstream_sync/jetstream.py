@@ -49,6 +49,7 @@ from .config import (
     format_time,
     StreamConfig,
     StreamInfo,
+    check_priority_group,
     validate_consumer_name,
     validate_stream_name,
 )
@@ -314,6 +315,19 @@ class JetStream:
         validate_stream_name(stream, "stream")
         validate_consumer_name(name, "name")
         self._jsapi.request(self._api.consumer_delete(stream, name), None, timeout, idempotent=False)
+
+    def unpin_consumer(self, stream: str, name: str, group: str, *, timeout: Timeout = DEFAULT) -> None:
+        """Unpin the client the ``pinned_client`` priority group ``group`` of consumer ``name`` is pinned to
+        (ADR-42): the server pins the next client that pulls in the group, and the old one's next pull
+        gets a 423. One request, not retried; blocks at most ``timeout``. Raises ValueError/TypeError
+        for a bad name or group, ``FeatureNotSupportedError`` on a server before 2.11 (nothing sent);
+        ``ConsumerNotFoundError``, ``StreamNotFoundError``, ``APIError`` (a group the consumer does not
+        have)."""
+        validate_stream_name(stream, "stream")
+        validate_consumer_name(name, "name")
+        check_priority_group(group, "group")
+        self._jsapi.require("unpinning a priority group", 1, "2.11")
+        self._jsapi.request(self._api.consumer_unpin(stream, name), {"group": group}, timeout, idempotent=False)
 
     def consumers(self, stream: str, *, timeout: Timeout = DEFAULT) -> Iterator[ConsumerInfo]:
         """Iterate over every consumer's info on ``stream``, page by page."""

@@ -30,7 +30,7 @@ from . import errors
 from ._connection import Connection, translate
 from ._delivery import ACK_PREFIX, Delivery
 from ._engine import HeartbeatWatch, ResetHook, Sink, Target, Terminal, Warning_, lost_verdict
-from ._protocol import NAK, Status, ack_command, classify_status, pub_command, pull_request, spelled, status_of
+from ._protocol import NAK, Status, ack_command, classify_status, pub_command, spelled, status_of
 from .message import Msg
 from .pull_options import BYTES_BATCH, ConsumeOptions, FetchOptions
 
@@ -82,6 +82,9 @@ class FetchPull:
         self._deadline: float = 0.0
         #: A consumer info request is on its way (the pull saw 409 Consumer Deleted or 503).
         self.checking = False
+        #: The handle's pin of a pinned priority group (ADR-42), None for any other pull.
+        self._pin = opts.priority.pin if opts.priority is not None else None
+        self._server_end = 0.0  # when the server ends the pull (monotonic), for a pull sent again
 
     @property
     def conn(self) -> Any:
@@ -119,7 +122,9 @@ class FetchPull:
             self.end(exc)
             return
         self._heartbeat.seen()
-        self._deadline = time.monotonic() + self._opts.client_deadline
+        now = time.monotonic()
+        self._deadline = now + self._opts.client_deadline
+        self._server_end = now + self._opts.expires
         self._arm()
 
     def _arm(self) -> None:
@@ -155,9 +160,13 @@ class FetchPull:
                                         target.consumer)
             if isinstance(err, _LOST):
                 self._check(err)
+            elif isinstance(err, errors.PinIdMismatchError) and self._pin is not None:
+                self._pull_rest()
             elif kind not in _IDLE:
                 self.end(err if kind is not Status.END else None)
             return
+        if self._pin is not None and raw_headers:
+            self._pin.seen(raw_headers)
         self.received += 1
         size = len(subject) + len(reply) + len(raw_headers) + len(data)
         self.received_bytes += size
@@ -169,6 +178,21 @@ class FetchPull:
         opts = self._opts
         if self.received >= opts.batch or (opts.max_bytes is not None and self.received_bytes >= opts.max_bytes):
             self.end(None)
+
+    def _pull_rest(self) -> None:
+        """A 423: the group's pin is no longer this handle's (ADR-42). Forget the pin id and ask again,
+        without it, for what is left of the batch until the pull's own end (loop thread)."""
+        assert self._pin is not None
+        self._pin.refused()
+        rest = self._opts.rest(self.received, self.received_bytes, self._server_end - time.monotonic())
+        if rest is None:
+            self.end(None)
+            return
+        body = json.dumps(rest.request(), separators=(",", ":")).encode()
+        try:
+            self._conn.write_now(pub_command(self._target.subject, self._sub.subject, body, b""))
+        except errors.JetStreamError as exc:
+            self.end(exc)
 
     def _hand_over(self) -> None:
         """Give the reader what arrived since the last hand-over (loop thread)."""
@@ -438,6 +462,8 @@ class ContinuousPull:
         self._renewing = False  # pulling afresh after a resume (resumed())
         self._resumed_again = False  # ... and another resume came meanwhile: renew once more after it
         self._moving = False    # ... and the old inbox is being dropped: no pull goes out meanwhile
+        #: The handle's pin of a pinned priority group (ADR-42), None for any other pull.
+        self._pin = opts.priority.pin if opts.priority is not None else None
 
     # -- loop thread -------------------------------------------------------
 
@@ -464,7 +490,8 @@ class ContinuousPull:
         self._target = self._target.moved(name, self._subject)
         d = self._d
         d.subjects = (self._subject, self._inbox)
-        sub = await client.subscribe_raw(self._inbox, self._on_msg)
+        # Only a pinned group's pull looks for the pin id in what arrives: the others pay nothing for it.
+        sub = await client.subscribe_raw(self._inbox, self._on_msg if self._pin is None else self._on_pinned_msg)
         if d.stopped:  # halted while subscribing
             await client.unsubscribe_raw(sub)
             return
@@ -483,9 +510,7 @@ class ContinuousPull:
         self._credit.forget()
 
     def _request(self, batch: int, max_bytes: int | None) -> None:
-        opts = self._opts
-        req = pull_request(batch, max_bytes=max_bytes, expires=opts.expires, idle_heartbeat=opts.idle_heartbeat)
-        body = json.dumps(req, separators=(",", ":")).encode()
+        body = json.dumps(self._opts.request(batch, max_bytes), separators=(",", ":")).encode()
         self._conn.write_now(pub_command(self._subject, self._inbox, body, b""))
         self.pulls += 1
 
@@ -539,6 +564,11 @@ class ContinuousPull:
         if due:
             self._check()
 
+    def _on_pinned_msg(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        if raw_headers:
+            self._pin.seen(raw_headers)  # type: ignore[union-attr]  # before the refill it may trigger
+        self._on_msg(subject, reply, data, raw_headers)
+
     def _on_status(self, status: str, hdrs: Any) -> None:
         target = self._target
         kind, err = classify_status(status, hdrs.get("Description", ""), target.stream, target.consumer)
@@ -552,6 +582,15 @@ class ContinuousPull:
         pm, pb = hdrs.get("Nats-Pending-Messages"), hdrs.get("Nats-Pending-Bytes")
         if pm is not None or pb is not None:
             self._credit.cancelled(int(pm or 0), int(pb or 0))
+        if isinstance(err, errors.PinIdMismatchError) and self._pin is not None:
+            # ADR-42: the pin went to another client (or was cleared). Forget the id and pull on at once
+            # without it, as a standby. A request refused on arrival says nothing of its credit.
+            if pm is None and pb is None:
+                self._credit.forget()
+            if self._pin.refused():  # said once per pin lost, not once per request that carried it
+                self._sink(Warning_(err))
+            self._check()
+            return
         if kind is Status.END:
             if self._opts.max_bytes is not None and "exceeds maxbytes" in hdrs.get("Description", "").lower():
                 # The next message is bigger than the free byte credit. Wait for
@@ -614,7 +653,7 @@ class ContinuousPull:
             if d.stopped or d.paused or d.sub is None:
                 return
             inbox = client.new_inbox()
-            sub = await client.subscribe_raw(inbox, self._on_msg)
+            sub = await client.subscribe_raw(inbox, self._on_msg if self._pin is None else self._on_pinned_msg)
             if d.stopped or d.sub is None:  # halted (or suspended) while subscribing
                 await client.unsubscribe_raw(sub)
                 return

@@ -151,6 +151,10 @@ class Stream:
         """See ``JetStream.delete_consumer``."""
         self._js.delete_consumer(self.name, name, timeout=timeout)
 
+    def unpin_consumer(self, name: str, group: str, *, timeout: Timeout = DEFAULT) -> None:
+        """See ``JetStream.unpin_consumer``."""
+        self._js.unpin_consumer(self.name, name, group, timeout=timeout)
+
     def consumers(self, *, timeout: Timeout = DEFAULT) -> Iterator[ConsumerInfo]:
         """See ``JetStream.consumers``."""
         return self._js.consumers(self.name, timeout=timeout)

@@ -317,10 +317,10 @@ class TestConsumerInfoRoundTrip:
 
     def test_unknown_consumer_fields_survive_evolve(self):
         raw = copy.deepcopy(CONSUMER_INFO)
-        raw["config"].update(priority_policy="pinned_client", priority_groups=["jobs"], priority_timeout=120000000000)
-        raw["priority_groups"] = [{"group": "jobs", "pinned_client_id": "abc"}]
+        raw["config"].update(partition_policy="hashed", partitions=["p1"], partition_timeout=120000000000)
+        raw["partitions"] = [{"partition": "p1", "member": "abc"}]
         info = ConsumerInfo.from_response(raw)
-        assert info.extra == {"priority_groups": [{"group": "jobs", "pinned_client_id": "abc"}]}
+        assert info.extra == {"partitions": [{"partition": "p1", "member": "abc"}]}
         request = attrs.evolve(info.config, filter_subject="ORDERS.paid").to_request()
         assert request == dict(raw["config"], filter_subject="ORDERS.paid")
 
