@@ -1,29 +1,38 @@
 # The JetStream API request path (as nats.go's api.go): one place for the JSON, the timeouts, the
 # error envelopes, "no responders" meaning JetStream is off, the retry of idempotent requests, the
-# stored-message gets (the direct get, whose replies are messages, and STREAM.MSG.GET), and paged
+# stored-message gets (the direct get, whose replies are messages, and STREAM.MSG.GET), the batch
+# direct gets (ADR-31: many messages per request, ended by the server's 204 end of batch), and paged
 # listings.
 #
-# Rule 1: every API request of the package goes through JsApi.request (or request_raw / paged).
+# Rule 1: every API request of the package goes through JsApi.request (or request_raw / paged /
+#         direct_batch).
 # Rule 2: only idempotent requests are retried; the caller says which.
 # Rule 3: blocking calls for user threads; nothing here runs on the loop thread but the coroutines
-#         handed to Connection.call.
+#         handed to Connection.call and the loop half of a batch direct get (``_BatchRequest``), which
+#         only hands raw replies over to the reader's queue.
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from typing import Any, Iterator, Mapping
+import queue
+import re
+import time
+from collections import deque
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from . import errors
 from ._headers import Headers, decode_headers
+from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, pub_command
 from ._retry import RetryPolicy
+from ._time import time_from_parts
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
-from ._connection import Connection, Listener
+from ._connection import Connection, Listener, translate
 
-__all__ = ["JsApi"]
+__all__ = ["BATCH_PER_REQUEST", "BYTES_PER_REQUEST", "DirectBatch", "JsApi"]
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +272,16 @@ class JsApi:
             time=parse_time(hdrs.get("Nats-Time-Stamp")),
         )
 
+    def direct_batch(self, stream: str, first: dict[str, Any], *, multi: bool, total: int | None,
+                     max_bytes: int | None, timeout: Timeout = DEFAULT) -> "DirectBatch":
+        """The stored messages of ``stream`` that batch direct gets read, starting with the request
+        ``first`` (``next_by_subj`` and ``seq`` or ``start_time``; or ``multi_last`` and its limits when
+        ``multi``), at most ``total`` messages (None: all that match) and ``max_bytes``. No I/O here:
+        the first request goes out when iteration starts (see :class:`DirectBatch`, which blocks at
+        most ``timeout`` per wait). Not retried: a request is answered by a stream of messages."""
+        return DirectBatch(self._conn, stream, self._prefix.direct_get(stream), first, multi=multi, total=total,
+                           max_bytes=max_bytes, timeout=self.resolve_timeout(timeout))
+
     def paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
         """Every item of a paged listing (``streams``, ``consumers``, ``*_names``), one request per page
         as iteration reaches it; each page retried as an idempotent request."""
@@ -279,3 +298,390 @@ class JsApi:
             total = resp.get("total", 0)
             if not items or offset >= total:
                 return
+
+
+# -- batch direct gets (ADR-31) ------------------------------------------------------------------
+
+#: Messages asked for per batch direct get request. The next request goes out when the reader takes
+#: the end of the previous one and holds at most this many messages not yet read, so no more than
+#: about two requests' replies wait in memory.
+BATCH_PER_REQUEST = 5000
+#: Bytes asked for per request (subjects, stored headers and payloads; the server stops after the
+#: message that reaches it), so that large messages keep that bound too.
+BYTES_PER_REQUEST = 4 * 1024 * 1024
+
+#: The header block the server writes for a message stored without headers: its subject, sequence and
+#: time (to the second, and the fraction) in one match. Stored headers would come first, before the
+#: server's own; such a block is decoded in full.
+_BARE = re.compile(rb"NATS/1\.0\r\nNats-Stream: [^\r]*\r\nNats-Subject: ([^\r]*)\r\nNats-Sequence: (\d+)\r\n"
+                   rb"Nats-Time-Stamp: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z\r\n"
+                   rb"Nats-Num-Pending: \d+\r\nNats-Last-Sequence: \d+\r\n\r\n")
+#: Line ends in that block (every reply's block has at least as many).
+_BARE_CRLF = 8
+
+
+class _End(NamedTuple):
+    """How one request ended, handed to the reader after its messages: the server's status block
+    (``raw``), or the error that ended it on this side."""
+
+    raw: bytes
+    error: BaseException | None = None
+
+
+class _BatchRequest(Listener):
+    """The loop-thread half of one batch direct get request: an inbox of its own, the replies handed
+    to the reader's queue as raw bytes in runs (``(payloads, header blocks)``: one wake of the reader per
+    run of replies the loop read together), then one ``_End``. The request ends at the server's
+    status (204 end of batch, 404, an error) or when the connection closes; the inbox is unsubscribed
+    then, or when the reader gives up (``abandon``). Never blocks; builds nothing."""
+
+    def __init__(self, conn: Connection, subject: str, body: bytes, out: queue.SimpleQueue) -> None:
+        self._conn = conn
+        self._subject = subject
+        self._body = body
+        self._out = out
+        self._datas: list[bytes] = []  # the run of replies not yet handed over: payloads ...
+        self._raws: list[bytes] = []   # ... and header blocks
+        self._sub: Any = None
+        self._inbox = ""
+        self._ended = False
+
+    async def start(self) -> None:
+        if self._ended:  # abandoned before it began
+            return
+        conn = self._conn
+        self._inbox = inbox = conn.new_inbox()
+        conn.add_listener(self)
+        try:
+            self._sub = await conn.subscribe_raw(inbox, self._on_msg)
+            if self._ended:
+                self.abandon()
+                return
+            # The SUB above sits in the same outbound buffer, ahead of this PUB.
+            conn.write_now(pub_command(self._subject, inbox, self._body, b""))
+        except Exception as exc:  # noqa: BLE001 - the reader raises it
+            self._end(_End(b"", translate(exc)))
+
+    def _on_msg(self, _subject: bytes, _reply: bytes, data: bytes, raw: bytes) -> None:
+        if self._ended:
+            return
+        if not data and raw[:9] == b"NATS/1.0 ":  # a status line: the end of this request
+            self._end(_End(raw))
+            return
+        datas = self._datas
+        datas.append(data)
+        self._raws.append(raw)
+        if len(datas) == 1:
+            self._conn.loop_thread.loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        if self._datas:
+            self._out.put((self._datas, self._raws))
+            self._datas, self._raws = [], []
+
+    def _end(self, end: _End) -> None:
+        if self._ended:
+            return
+        self._hand_over()
+        self._out.put(end)
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Stop listening (loop thread): what still arrives is dropped. Idempotent."""
+        self._ended = True
+        self._conn.remove_listener(self)
+        sub, self._sub = self._sub, None
+        lt = self._conn.loop_thread
+        if sub is not None and lt.on_loop_thread():  # else the client closed: nothing to unsubscribe from
+            lt.spawn(self._conn.unsubscribe_raw(sub), name="jetstream-sync-unsub")
+
+    # connection events (loop thread)
+    def on_closed(self) -> None:
+        self._end(_End(b"", errors.ClientClosedError("the client was closed during a batch direct get")))
+
+    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
+        watched = {self._subject.lower(): self._subject, self._inbox.lower(): self._inbox}
+        if subject in watched:
+            spelled = getattr(error, "spelled", None)
+            self._end(_End(b"", spelled(watched[subject]) if spelled is not None else error))
+
+
+def _stored(data: bytes, raw: bytes) -> tuple[StoredMsg, int]:
+    """A batch direct get reply whose header block is not the bare one as a ``StoredMsg``, and its
+    size as the server counts it against ``max_bytes`` (subject, stored header block, payload). The
+    ``Nats-*`` headers the server adds after the stored ones become the fields and are left out of
+    ``headers``; a stored header of the same name (a message copied from another stream) stays."""
+    hdrs = decode_headers(raw) or Headers()
+    values = hdrs.multi()
+    added: dict[str, str] = {}
+    for key in _DIRECT_HEADERS:
+        these = values.get(key)
+        if these:
+            added[key] = these.pop()  # the server appends its own after the stored headers
+            if not these:
+                del values[key]
+    # The stored block ends in an empty line; the server wrote "Key: value\r\n" for each of its own
+    # before that line (or, with nothing stored, after a bare "NATS/1.0\r\n").
+    stored_len = len(raw) - sum(len(k) + len(v) + 4 for k, v in added.items()) if values else 0
+    subject = added.get("Nats-Subject", "")
+    msg = StoredMsg._of(int(added.get("Nats-Sequence", "0")), subject, data, Headers(values) if values else None,
+                        parse_time(added.get("Nats-Time-Stamp")))
+    return msg, len(subject.encode()) + stored_len + len(data)
+
+
+class DirectBatch:
+    """The stored messages of batch direct gets, read as an iterator (``Stream.get_batch``,
+    ``Stream.get_last_for``).
+
+    One request asks the server for up to :data:`BATCH_PER_REQUEST` messages, which it sends
+    without flow control to an inbox of that request and ends with a 204 (end of batch) saying how
+    many more match. The next request, from the sequence after the last one, goes out as soon as the
+    reader has taken that end and holds at most one request's worth not yet read, so memory stays
+    bounded for any range while the next replies are already on their way. Replies reach this
+    thread as raw bytes; each run is made into ``StoredMsg`` as iteration reaches it.
+
+    Iteration blocks the calling thread, at most ``timeout`` per wait for the server (waking every
+    0.25 s, so Ctrl-C lands; an interrupt stops the batch). It ends when ``total`` messages (or
+    ``max_bytes``) were read or nothing more matches; a 404 (nothing matched) is an empty iterator.
+    An error status, a closed client or a timeout is raised once the messages received before it
+    were yielded. Not thread-safe: iterate from one thread. ``close()`` (or leaving a ``with`` block)
+    stops early; one left unread holds nothing on the server once its request is answered.
+    """
+
+    def __init__(self, conn: Connection, stream: str, subject: str, first: dict[str, Any], *, multi: bool,
+                 total: int | None, max_bytes: int | None, timeout: float | None) -> None:
+        self._conn = conn
+        self._stream = stream
+        self._subject = subject
+        self._first: dict[str, Any] | None = first
+        self._multi = multi
+        self._total = total
+        self._max_bytes = max_bytes
+        self._timeout = timeout
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._request: _BatchRequest | None = None  # in flight: its end not taken yet
+        self._due: dict[str, Any] | None = None     # the next request, waiting for room
+        self._cursor: dict[str, Any] = {}           # what every later request keeps of the first
+        self._asked = 0                             # messages the last request asked for
+        self._got = 0                               # ... and received
+        self._bytes = 0                             # bytes received (counted with max_bytes only)
+        self._backlog: deque[tuple[list[bytes], list[bytes]]] = deque()  # runs received, not yet made messages
+        self._ready: deque[StoredMsg] = deque()     # made, not yet yielded
+        self._finished = False                      # no request will be sent any more
+        self._error: BaseException | None = None
+        #: Messages received so far.
+        self.received = 0
+        #: Requests sent so far.
+        self.requests = 0
+
+    def __iter__(self) -> Iterator[StoredMsg]:
+        return self
+
+    def __next__(self) -> StoredMsg:
+        ready = self._ready
+        if ready:
+            return ready.popleft()
+        # Handler around a call, not around the loop (see MessageStream.next).
+        try:
+            return self._next()
+        except (StopIteration, errors.JetStreamError):
+            raise
+        except BaseException:
+            self.close()  # KeyboardInterrupt: leave nothing listening
+            raise
+
+    def _next(self) -> StoredMsg:
+        if self._first is not None:
+            first, self._first = self._first, None
+            self._due = first
+            self._send_due()
+        ready, backlog = self._ready, self._backlog
+        while True:
+            self._drain()
+            if backlog:
+                ready.extend(self._make(backlog.popleft()))
+                if self._due is not None:
+                    self._send_due()
+            if ready:
+                return ready.popleft()
+            if backlog:
+                continue
+            if self._due is not None:
+                self._send_due()  # nothing waits here: there is room
+            if self._request is None:  # nothing in flight, nothing to come
+                self._finished = True
+                if self._error is not None:
+                    err, self._error = self._error, None
+                    raise err
+                raise StopIteration
+            self._take(self._wait())
+
+    def _wait(self) -> Any:
+        """Block until the next item of the request in flight (None after a timeout or a close)."""
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        get = self._out.get
+        while True:
+            wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
+            try:
+                return get(timeout=wait if wait > 0 else 0)
+            except queue.Empty:
+                if self._conn.is_closed:
+                    self._fail(errors.ClientClosedError("the client was closed during a batch direct get"))
+                    return None
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._fail(errors.TimeoutError.after(
+                        f"batch direct get from stream {self._stream!r} ({self._subject})", self._timeout,
+                        f"no reply after {self.received} messages"))
+                    return None
+
+    def _drain(self) -> None:
+        """Take whatever has arrived, without waiting: a request's replies come in a burst, so its end
+        is usually here while its messages are still to be made and yielded."""
+        get = self._out.get_nowait
+        while True:
+            try:
+                item = get()
+            except queue.Empty:
+                return
+            self._take(item)
+
+    def _take(self, item: Any) -> None:
+        if item is None or self._finished:
+            return  # stopped: what the request still had in the queue goes
+        if type(item) is tuple:  # a run of replies
+            self.received += len(item[0])
+            self._got += len(item[0])
+            if self._max_bytes is None:
+                self._backlog.append(item)
+            else:  # the next request's byte limit needs the size of every message before it
+                self._ready.extend(self._make(item))
+            return
+        self._request = None
+        if item.error is not None:
+            self._fail(item.error)
+            return
+        hdrs = decode_headers(item.raw) or Headers()
+        status = hdrs.get("Status", "")
+        if status == "204":
+            self._after(hdrs)
+            return
+        self._finished = True
+        if status == "404":  # nothing (more) matched
+            return
+        desc = hdrs.get("Description", "")
+        about = {"stream": self._stream, "operation": f"batch direct get from stream {self._stream!r}"}
+        if status == "503":
+            self._error = errors.NoRespondersError(
+                f"no responders for direct gets on stream {self._stream!r} ({self._subject}): the stream does "
+                f"not exist, does not allow direct gets, or JetStream is not enabled", self._subject)
+        elif status == "413":
+            self._error = errors.APIError(413, None, f"{desc or 'Too Many Results'}: the subjects match more "
+                                                     f"subjects than the server reads at once (1024)", **about)
+        else:
+            self._error = errors.APIError(int(status) if status.isdigit() else None, None,
+                                          desc or f"batch direct get failed with status {status!r}", **about)
+
+    def _after(self, eob: Headers) -> None:
+        """The server ended a request with 204 (end of batch): the next request, or the end."""
+        try:
+            pending = int(eob.get("Nats-Num-Pending", "0"))
+            last = int(eob.get("Nats-Last-Sequence", "0"))
+            upto = int(eob.get("Nats-UpTo-Sequence", "0"))
+        except ValueError:
+            pending = last = upto = 0
+        # Servers before 2.12 count one too few pending after a multi-subject batch that stopped at its
+        # size: a full batch asks again (an empty answer ends it).
+        more = pending > 0 or (self._multi and self._got >= self._asked)
+        if not more or last == 0 or self._left() <= 0 or (
+                self._max_bytes is not None and self._bytes >= self._max_bytes):
+            self._finished = True
+            return
+        request = dict(self._cursor, seq=last + 1)
+        if self._multi and upto:
+            request.pop("up_to_time", None)
+            request["up_to_seq"] = upto  # every page reads the stream as the first did
+        self._due = request
+        self._send_due()
+
+    def _left(self) -> int:
+        return BATCH_PER_REQUEST if self._total is None else self._total - self.received
+
+    def _send_due(self) -> None:
+        """Send the next request (on the loop, without waiting) once at most one request's worth
+        waits here unread; its size and byte limit from what is left."""
+        if len(self._ready) + sum(len(run[0]) for run in self._backlog) > BATCH_PER_REQUEST:
+            return
+        request, self._due = self._due, None
+        assert request is not None
+        if not self._cursor:
+            self._cursor = {k: v for k, v in request.items() if k not in ("seq", "start_time")}
+        self._asked = request["batch"] = min(self._left(), BATCH_PER_REQUEST)
+        self._got = 0
+        request["max_bytes"] = BYTES_PER_REQUEST if self._max_bytes is None else \
+            min(BYTES_PER_REQUEST, self._max_bytes - self._bytes)
+        self._request = req = _BatchRequest(self._conn, self._subject, _body(request), self._out)
+        self.requests += 1
+        lt = self._conn.loop_thread
+        try:
+            lt.call_soon(lambda: lt.spawn(req.start(), name="jetstream-sync-batch-get"))
+        except errors.ClientClosedError as exc:
+            self._fail(exc)
+
+    def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
+        """Messages of one run of raw replies, in order (counting their bytes when a limit needs them)."""
+        datas, raws = run
+        make = StoredMsg._of
+        stamp = time_from_parts
+        blocks = b"".join(raws)
+        if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
+            found = _BARE.findall(blocks)
+            if len(found) == len(raws):
+                if self._max_bytes is not None:
+                    self._bytes += sum(len(f[0]) for f in found) + sum(map(len, datas))
+                return [make(int(seq), subject.decode(), data, None, stamp(seconds, fraction))
+                        for data, (subject, seq, seconds, fraction) in zip(datas, found)]
+        out: list[StoredMsg] = []
+        for data, raw in zip(datas, raws):
+            m = _BARE.fullmatch(raw)
+            if m is not None:
+                subject, seq, seconds, fraction = m.groups()
+                out.append(make(int(seq), subject.decode(), data, None, stamp(seconds, fraction or b"")))
+                self._bytes += len(subject) + len(data)
+            else:
+                msg, size = _stored(data, raw)
+                out.append(msg)
+                self._bytes += size
+        return out
+
+    def _fail(self, err: BaseException) -> None:
+        """End here with ``err`` (raised once what was received before it is yielded)."""
+        self._stop_request()
+        self._finished = True
+        self._due = None
+        self._error = err
+
+    def _stop_request(self) -> None:
+        req, self._request = self._request, None
+        if req is not None:
+            try:
+                self._conn.loop_thread.call_soon(req.abandon)
+            except errors.ClientClosedError:
+                pass
+
+    def close(self) -> None:
+        """Stop reading: the request in flight (if any) stops listening, and what was received and
+        not yielded is dropped. Never blocks; idempotent."""
+        self._stop_request()
+        self._finished = True
+        self._first = self._due = self._error = None
+        self._backlog.clear()
+        self._ready.clear()
+
+    def __enter__(self) -> "DirectBatch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<DirectBatch stream={self._stream!r} received={self.received} requests={self.requests}>"
