@@ -26,7 +26,7 @@ from ._headers import Headers, decode_headers
 from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, pub_command
 from ._retry import RetryPolicy
-from ._time import time_from_parts
+from ._time import time_from_parts, times_from_parts
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
@@ -630,22 +630,22 @@ class DirectBatch:
     def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
         """Messages of one run of raw replies, in order (counting their bytes when a limit needs them)."""
         datas, raws = run
-        make = StoredMsg._of
-        stamp = time_from_parts
         blocks = b"".join(raws)
         if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
             found = _BARE.findall(blocks)
-            if len(found) == len(raws):
+            if found and len(found) == len(raws):
+                subjects, seqs, seconds, fractions = zip(*found)
                 if self._max_bytes is not None:
-                    self._bytes += sum(len(f[0]) for f in found) + sum(map(len, datas))
-                return [make(int(seq), subject.decode(), data, None, stamp(seconds, fraction))
-                        for data, (subject, seq, seconds, fraction) in zip(datas, found)]
+                    self._bytes += sum(map(len, subjects)) + sum(map(len, datas))
+                return StoredMsg._many(map(int, seqs), map(bytes.decode, subjects), datas,
+                                       times_from_parts(seconds, fractions))
         out: list[StoredMsg] = []
         for data, raw in zip(datas, raws):
             m = _BARE.fullmatch(raw)
             if m is not None:
-                subject, seq, seconds, fraction = m.groups()
-                out.append(make(int(seq), subject.decode(), data, None, stamp(seconds, fraction or b"")))
+                subject, seq, second, fraction = m.groups()
+                out.append(StoredMsg._of(int(seq), subject.decode(), data, None,
+                                         time_from_parts(second, fraction or b"")))
                 self._bytes += len(subject) + len(data)
             else:
                 msg, size = _stored(data, raw)

@@ -13,7 +13,7 @@ import math
 import numbers
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = [
     "Seconds",
@@ -23,6 +23,7 @@ __all__ = [
     "parse_time",
     "seconds_to_nanos",
     "time_from_parts",
+    "times_from_parts",
     "to_seconds",
 ]
 
@@ -282,6 +283,32 @@ def time_from_parts(seconds: bytes, fraction: bytes = b"") -> Timestamp | None:
             _SECONDS.clear()
         _SECONDS[seconds] = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
     return ts
+
+
+def times_from_parts(seconds: Sequence[bytes], fractions: Sequence[bytes]) -> list[Timestamp | None]:
+    """:func:`time_from_parts` of each pair of ``seconds`` and ``fractions``, in one loop: the times of
+    a run of messages read in bulk, most of them in the same second (looked up once for all of them)."""
+    out: list[Timestamp | None] = []
+    append = out.append
+    last = fields = None
+    for second, fraction in zip(seconds, fractions):
+        if second != last:
+            fields = _SECONDS.get(second)
+            if fields is None:
+                append(time_from_parts(second, fraction))  # read in full, and the second remembered
+                continue
+            last = second
+        if not fraction:
+            append(Timestamp(*fields, 0, _UTC))
+        elif len(fraction) <= 9 and fraction.isdigit():
+            micros, nanosecond = divmod(int(fraction) * _SCALE[len(fraction)], 1000)
+            ts = Timestamp(*fields, micros, _UTC)
+            if nanosecond:
+                ts._nanosecond = nanosecond
+            append(ts)
+        else:
+            append(time_from_parts(second, fraction))
+    return out
 
 
 def format_time(dt: datetime) -> str:

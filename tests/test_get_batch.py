@@ -17,7 +17,7 @@ import pytest
 import jetstream_sync as jss
 from jetstream_sync import _jsapi
 from jetstream_sync._headers import encode_headers
-from jetstream_sync._time import format_time, parse_time, time_from_parts
+from jetstream_sync._time import format_time, parse_time, time_from_parts, times_from_parts
 
 from conftest import assert_sends_nothing, publish_n, wait_for
 
@@ -396,6 +396,18 @@ def test_the_fast_time_reader_gives_what_parse_time_gives_for_the_servers_form(t
         fast, slow = time_from_parts(*parts(text)), parse_time(text)
         assert (fast, fast.nanosecond, fast.tzinfo, type(fast)) == (slow, slow.nanosecond, slow.tzinfo, type(slow))
         assert format_time(fast) == text
+
+
+def test_the_times_of_a_run_are_what_parse_time_gives_for_each():
+    texts = ["2031-02-03T04:05:06.5Z", "2031-02-03T04:05:06Z", "2031-02-03T04:05:06.000000007Z",
+             "2031-02-03T04:05:07.25Z", "2031-02-03T04:05:07.1234567891Z", "0001-01-01T00:00:00Z",
+             "2031-02-03T04:05:06.999Z"]
+    seconds, fractions = zip(*(parts(t) for t in texts))
+    for _ in range(2):
+        got = times_from_parts(seconds, fractions)
+        assert [(t, t and t.nanosecond) for t in got] == [(t, t and t.nanosecond) for t in map(parse_time, texts)]
+    with pytest.raises(ValueError):
+        times_from_parts([b"2031-02-03T04:05:06", b"2031-02-03T04:05:06"], [b"1", b"x"])
 
 
 def test_the_fast_time_reader_falls_back_to_parse_time():
