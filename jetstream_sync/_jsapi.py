@@ -302,13 +302,16 @@ class JsApi:
 
 # -- batch direct gets (ADR-31) ------------------------------------------------------------------
 
-#: Messages asked for per batch direct get request. The next request goes out when the reader takes
-#: the end of the previous one and holds at most this many messages not yet read, so no more than
-#: about two requests' replies wait in memory.
-BATCH_PER_REQUEST = 5000
+#: Messages asked for per batch direct get request.
+BATCH_PER_REQUEST = 20000
 #: Bytes asked for per request (subjects, stored headers and payloads; the server stops after the
-#: message that reaches it), so that large messages keep that bound too.
-BYTES_PER_REQUEST = 4 * 1024 * 1024
+#: message that reaches it), so that large messages are bounded too.
+BYTES_PER_REQUEST = 2 * 1024 * 1024
+#: The next request goes out at the end of the previous one while at most this many requests' worth
+#: of messages wait unread, else as soon as the reader has read enough: with the request in flight,
+#: about two requests' replies are held at most. Large requests matter: the server takes a couple of
+#: milliseconds to begin each one.
+AHEAD = 1
 
 #: The header block the server writes for a message stored without headers: its subject, sequence and
 #: time (to the second, and the fraction) in one match. Stored headers would come first, before the
@@ -318,92 +321,14 @@ _BARE = re.compile(rb"NATS/1\.0\r\nNats-Stream: [^\r]*\r\nNats-Subject: ([^\r]*)
                    rb"Nats-Num-Pending: \d+\r\nNats-Last-Sequence: \d+\r\n\r\n")
 #: Line ends in that block (every reply's block has at least as many).
 _BARE_CRLF = 8
+_SUBJECT = b"\r\nNats-Subject: "
 
 
-class _End(NamedTuple):
-    """How one request ended, handed to the reader after its messages: the server's status block
-    (``raw``), or the error that ended it on this side."""
+class _Done(NamedTuple):
+    """The end of a batch read, after every run of replies: nothing more will come (``error``: why
+    it stopped early)."""
 
-    raw: bytes
     error: BaseException | None = None
-
-
-class _BatchRequest(Listener):
-    """The loop-thread half of one batch direct get request: an inbox of its own, the replies handed
-    to the reader's queue as raw bytes in runs (``(payloads, header blocks)``: one wake of the reader per
-    run of replies the loop read together), then one ``_End``. The request ends at the server's
-    status (204 end of batch, 404, an error) or when the connection closes; the inbox is unsubscribed
-    then, or when the reader gives up (``abandon``). Never blocks; builds nothing."""
-
-    def __init__(self, conn: Connection, subject: str, body: bytes, out: queue.SimpleQueue) -> None:
-        self._conn = conn
-        self._subject = subject
-        self._body = body
-        self._out = out
-        self._datas: list[bytes] = []  # the run of replies not yet handed over: payloads ...
-        self._raws: list[bytes] = []   # ... and header blocks
-        self._sub: Any = None
-        self._inbox = ""
-        self._ended = False
-
-    async def start(self) -> None:
-        if self._ended:  # abandoned before it began
-            return
-        conn = self._conn
-        self._inbox = inbox = conn.new_inbox()
-        conn.add_listener(self)
-        try:
-            self._sub = await conn.subscribe_raw(inbox, self._on_msg)
-            if self._ended:
-                self.abandon()
-                return
-            # The SUB above sits in the same outbound buffer, ahead of this PUB.
-            conn.write_now(pub_command(self._subject, inbox, self._body, b""))
-        except Exception as exc:  # noqa: BLE001 - the reader raises it
-            self._end(_End(b"", translate(exc)))
-
-    def _on_msg(self, _subject: bytes, _reply: bytes, data: bytes, raw: bytes) -> None:
-        if self._ended:
-            return
-        if not data and raw[:9] == b"NATS/1.0 ":  # a status line: the end of this request
-            self._end(_End(raw))
-            return
-        datas = self._datas
-        datas.append(data)
-        self._raws.append(raw)
-        if len(datas) == 1:
-            self._conn.loop_thread.loop.call_soon(self._hand_over)
-
-    def _hand_over(self) -> None:
-        if self._datas:
-            self._out.put((self._datas, self._raws))
-            self._datas, self._raws = [], []
-
-    def _end(self, end: _End) -> None:
-        if self._ended:
-            return
-        self._hand_over()
-        self._out.put(end)
-        self.abandon()
-
-    def abandon(self) -> None:
-        """Stop listening (loop thread): what still arrives is dropped. Idempotent."""
-        self._ended = True
-        self._conn.remove_listener(self)
-        sub, self._sub = self._sub, None
-        lt = self._conn.loop_thread
-        if sub is not None and lt.on_loop_thread():  # else the client closed: nothing to unsubscribe from
-            lt.spawn(self._conn.unsubscribe_raw(sub), name="jetstream-sync-unsub")
-
-    # connection events (loop thread)
-    def on_closed(self) -> None:
-        self._end(_End(b"", errors.ClientClosedError("the client was closed during a batch direct get")))
-
-    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
-        watched = {self._subject.lower(): self._subject, self._inbox.lower(): self._inbox}
-        if subject in watched:
-            spelled = getattr(error, "spelled", None)
-            self._end(_End(b"", spelled(watched[subject]) if spelled is not None else error))
 
 
 def _stored(data: bytes, raw: bytes) -> tuple[StoredMsg, int]:
@@ -429,16 +354,231 @@ def _stored(data: bytes, raw: bytes) -> tuple[StoredMsg, int]:
     return msg, len(subject.encode()) + stored_len + len(data)
 
 
+def _size(data: bytes, raw: bytes) -> int:
+    """What a reply counts against ``max_bytes``, as the server counts it (subject, stored header
+    block, payload)."""
+    if raw.count(b"\r\n") == _BARE_CRLF:  # nothing stored: the subject and the payload
+        start = raw.find(_SUBJECT) + len(_SUBJECT)
+        return raw.find(b"\r\n", start) - start + len(data)
+    return _stored(data, raw)[1]
+
+
+class _Request(Listener):
+    """One batch direct get request on the loop thread: an inbox of its own, the replies handed to the
+    reader's queue as raw bytes in runs (``(payloads, header blocks)``: one wake of the reader per run
+    of replies the loop read together), then its end (the server's status, or an error) given to its
+    chain. Unsubscribed at its end, or when the chain gives up (``abandon``). Never blocks."""
+
+    def __init__(self, chain: "_Chain", body: bytes) -> None:
+        self._chain = chain
+        self._conn = chain.conn
+        self._body = body
+        self._datas: list[bytes] = []  # the run not yet handed over: payloads ...
+        self._raws: list[bytes] = []   # ... and header blocks
+        self._sized = chain.max_bytes is not None
+        self.got = 0                   # replies received
+        self.bytes = 0                 # ... and their size (counted when there is a byte limit)
+        self._sub: Any = None
+        self._inbox = ""
+        self._ended = False
+
+    async def start(self) -> None:
+        if self._ended:  # abandoned before it began
+            return
+        conn = self._conn
+        self._inbox = inbox = conn.new_inbox()
+        conn.add_listener(self)
+        try:
+            self._sub = await conn.subscribe_raw(inbox, self._on_msg)
+            if self._ended:
+                self.abandon()
+                return
+            # The SUB above sits in the same outbound buffer, ahead of this PUB.
+            conn.write_now(pub_command(self._chain.subject, inbox, self._body, b""))
+        except Exception as exc:  # noqa: BLE001 - the reader raises it
+            self._end(b"", translate(exc))
+
+    def _on_msg(self, _subject: bytes, _reply: bytes, data: bytes, raw: bytes) -> None:
+        if self._ended:
+            return
+        if not data and raw[:9] == b"NATS/1.0 ":  # a status line: the end of this request
+            self._end(raw, None)
+            return
+        datas = self._datas
+        datas.append(data)
+        self._raws.append(raw)
+        if self._sized:
+            self.bytes += _size(data, raw)
+        if len(datas) == 1:
+            self._conn.loop_thread.loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        datas = self._datas
+        if datas:
+            self.got += len(datas)
+            self._chain.received += len(datas)
+            self._chain.out.put((datas, self._raws))
+            self._datas, self._raws = [], []
+
+    def _end(self, status: bytes, error: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._hand_over()
+        self.abandon()
+        self._chain.ended(self, status, error)
+
+    def abandon(self) -> None:
+        """Stop listening (loop thread): what still arrives is dropped. Idempotent."""
+        self._ended = True
+        self._conn.remove_listener(self)
+        sub, self._sub = self._sub, None
+        lt = self._conn.loop_thread
+        if sub is not None and lt.on_loop_thread():  # else the client closed: nothing to unsubscribe from
+            lt.spawn(self._conn.unsubscribe_raw(sub), name="jetstream-sync-unsub")
+
+    # connection events (loop thread)
+    def on_closed(self) -> None:
+        self._end(b"", errors.ClientClosedError("the client was closed during a batch direct get"))
+
+    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
+        watched = {self._chain.subject.lower(): self._chain.subject, self._inbox.lower(): self._inbox}
+        if subject in watched:
+            spelled = getattr(error, "spelled", None)
+            self._end(b"", spelled(watched[subject]) if spelled is not None else error)
+
+
+class _Chain:
+    """The requests of one batch read, on the loop thread: each next one goes out from the end of the
+    previous one (the sequence after its last message; the point in time of the first for
+    ``multi_last``) until ``total`` messages or ``max_bytes`` are read or nothing more matches. It goes
+    out at once while the reader has at most :data:`AHEAD` requests' worth unread, else when the reader
+    makes room (``room``). The end goes to the reader's queue as ``_Done``. Loop thread only, but for
+    ``taken`` and ``waiting``, which the reader writes and reads."""
+
+    def __init__(self, conn: Connection, stream: str, subject: str, first: dict[str, Any], *, multi: bool,
+                 total: int | None, max_bytes: int | None, out: queue.SimpleQueue) -> None:
+        self.conn = conn
+        self.stream = stream
+        self.subject = subject
+        self.out = out
+        self.max_bytes = max_bytes
+        self._multi = multi
+        self._total = total
+        self._cursor = {k: v for k, v in first.items() if k not in ("seq", "start_time")}  # kept by every request
+        self._due: dict[str, Any] | None = first   # the next request
+        self._request: _Request | None = None      # the request in flight
+        self._asked = 0
+        self._bytes = 0
+        self._ended = False
+        #: Replies received (handed to the reader's queue).
+        self.received = 0
+        #: Requests sent.
+        self.requests = 0
+        #: Written by the reader: the messages it had read when it last made a run into messages.
+        self.taken = 0
+        #: A request is due and waits for the reader to make room.
+        self.waiting = False
+
+    def start(self) -> None:
+        self._send()
+
+    def room(self) -> None:
+        """The reader has read more: send the request that waits for room, if there is room now."""
+        if self.waiting and not self._ended and self.received - self.taken <= AHEAD * BATCH_PER_REQUEST:
+            self.waiting = False
+            self._send()
+
+    def _send(self) -> None:
+        request, self._due = self._due, None
+        if request is None or self._ended:
+            return
+        left = BATCH_PER_REQUEST if self._total is None else self._total - self.received
+        self._asked = request["batch"] = min(left, BATCH_PER_REQUEST)
+        request["max_bytes"] = BYTES_PER_REQUEST if self.max_bytes is None else \
+            min(BYTES_PER_REQUEST, self.max_bytes - self._bytes)
+        self._request = req = _Request(self, _body(request))
+        self.requests += 1
+        self.conn.loop_thread.spawn(req.start(), name="jetstream-sync-batch-get")
+
+    def ended(self, req: _Request, status: bytes, error: BaseException | None) -> None:
+        """A request ended (its replies are in the queue): the next one, or the end."""
+        if req is not self._request or self._ended:
+            return
+        self._request = None
+        self._bytes += req.bytes
+        if error is not None:
+            self._finish(error)
+            return
+        hdrs = decode_headers(status) or Headers()
+        code = hdrs.get("Status", "")
+        if code == "204":
+            self._after(hdrs, req.got)
+        elif code == "404":  # nothing (more) matched
+            self._finish(None)
+        else:
+            self._finish(self._status_error(code, hdrs.get("Description", "")))
+
+    def _after(self, eob: Headers, got: int) -> None:
+        try:
+            pending = int(eob.get("Nats-Num-Pending", "0"))
+            last = int(eob.get("Nats-Last-Sequence", "0"))
+            upto = int(eob.get("Nats-UpTo-Sequence", "0"))
+        except ValueError:
+            pending = last = upto = 0
+        # Servers before 2.12 count one too few pending after a multi-subject batch that stopped at its
+        # size: a full batch asks again (an empty answer ends it).
+        more = pending > 0 or (self._multi and got >= self._asked)
+        done = (self._total is not None and self.received >= self._total) or \
+            (self.max_bytes is not None and self._bytes >= self.max_bytes)
+        if not more or last == 0 or done:
+            self._finish(None)
+            return
+        request = dict(self._cursor, seq=last + 1)
+        if self._multi and upto:
+            request.pop("up_to_time", None)
+            request["up_to_seq"] = upto  # every page reads the stream as the first did
+        self._due = request
+        # The reader writes ``taken`` and then reads ``waiting``; this writes ``waiting`` and then reads
+        # ``taken``: whichever comes second sees the other, so the request never waits for nothing.
+        self.waiting = True
+        self.room()
+
+    def _status_error(self, code: str, desc: str) -> BaseException:
+        if code == "503":
+            return errors.NoRespondersError(
+                f"no responders for direct gets on stream {self.stream!r} ({self.subject}): the stream does "
+                f"not exist, does not allow direct gets, or JetStream is not enabled", self.subject)
+        about = {"stream": self.stream, "operation": f"batch direct get from stream {self.stream!r}"}
+        if code == "413":
+            return errors.APIError(413, None, f"{desc or 'Too Many Results'}: the subjects match more subjects "
+                                              f"than the server reads at once (1024)", **about)
+        return errors.APIError(int(code) if code.isdigit() else None, None,
+                               desc or f"batch direct get failed with status {code!r}", **about)
+
+    def _finish(self, error: BaseException | None) -> None:
+        self._ended = True
+        self.waiting = False
+        self.out.put(_Done(error))
+
+    def abandon(self) -> None:
+        """The reader gave up: stop the request in flight, send no other. Idempotent."""
+        self._ended = True
+        self._due = None
+        req, self._request = self._request, None
+        if req is not None:
+            req.abandon()
+
+
 class DirectBatch:
     """The stored messages of batch direct gets, read as an iterator (``Stream.get_batch``,
-    ``Stream.get_last_for``).
+    ``Stream.get_last_for``): the reader's side of a ``_Chain`` of requests.
 
-    One request asks the server for up to :data:`BATCH_PER_REQUEST` messages, which it sends
-    without flow control to an inbox of that request and ends with a 204 (end of batch) saying how
-    many more match. The next request, from the sequence after the last one, goes out as soon as the
-    reader has taken that end and holds at most one request's worth not yet read, so memory stays
-    bounded for any range while the next replies are already on their way. Replies reach this
-    thread as raw bytes; each run is made into ``StoredMsg`` as iteration reaches it.
+    Each request asks the server for up to :data:`BATCH_PER_REQUEST` messages, which it sends without
+    flow control to an inbox of that request and ends with a 204 (end of batch) saying how many more
+    match. The loop thread sends the next one from there, so replies keep coming while the reader
+    works, as long as at most :data:`AHEAD` requests' worth wait unread: memory stays bounded for any
+    range. Replies reach this thread as raw bytes; each run is made into ``StoredMsg`` here as
+    iteration reaches it.
 
     Iteration blocks the calling thread, at most ``timeout`` per wait for the server (waking every
     0.25 s, so Ctrl-C lands; an interrupt stops the batch). It ends when ``total`` messages (or
@@ -453,26 +593,23 @@ class DirectBatch:
         self._conn = conn
         self._stream = stream
         self._subject = subject
-        self._first: dict[str, Any] | None = first
-        self._multi = multi
-        self._total = total
-        self._max_bytes = max_bytes
         self._timeout = timeout
         self._out: queue.SimpleQueue = queue.SimpleQueue()
-        self._request: _BatchRequest | None = None  # in flight: its end not taken yet
-        self._due: dict[str, Any] | None = None     # the next request, waiting for room
-        self._cursor: dict[str, Any] = {}           # what every later request keeps of the first
-        self._asked = 0                             # messages the last request asked for
-        self._got = 0                               # ... and received
-        self._bytes = 0                             # bytes received (counted with max_bytes only)
+        self._chain = _Chain(conn, stream, subject, first, multi=multi, total=total, max_bytes=max_bytes,
+                             out=self._out)
+        self._started = False
         self._backlog: deque[tuple[list[bytes], list[bytes]]] = deque()  # runs received, not yet made messages
-        self._ready: deque[StoredMsg] = deque()     # made, not yet yielded
-        self._finished = False                      # no request will be sent any more
+        self._ready: deque[StoredMsg] = deque()  # made, not yet yielded
+        self._made = 0
+        self._finished = False  # the chain is done (or this reader stopped)
         self._error: BaseException | None = None
         #: Messages received so far.
         self.received = 0
-        #: Requests sent so far.
-        self.requests = 0
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far."""
+        return self._chain.requests
 
     def __iter__(self) -> Iterator[StoredMsg]:
         return self
@@ -491,33 +628,33 @@ class DirectBatch:
             raise
 
     def _next(self) -> StoredMsg:
-        if self._first is not None:
-            first, self._first = self._first, None
-            self._due = first
-            self._send_due()
+        if not self._started:
+            self._started = True
+            self._call(self._chain.start)
         ready, backlog = self._ready, self._backlog
         while True:
             self._drain()
             if backlog:
                 ready.extend(self._make(backlog.popleft()))
-                if self._due is not None:
-                    self._send_due()
-            if ready:
-                return ready.popleft()
-            if backlog:
+                if ready:
+                    return ready.popleft()
                 continue
-            if self._due is not None:
-                self._send_due()  # nothing waits here: there is room
-            if self._request is None:  # nothing in flight, nothing to come
-                self._finished = True
-                if self._error is not None:
-                    err, self._error = self._error, None
+            if self._finished:
+                err, self._error = self._error, None
+                if err is not None:
                     raise err
                 raise StopIteration
             self._take(self._wait())
 
+    def _call(self, fn: Any) -> None:
+        """Run ``fn`` on the loop thread, without waiting."""
+        try:
+            self._conn.loop_thread.call_soon(fn)
+        except errors.ClientClosedError as exc:
+            self._stop(exc)
+
     def _wait(self) -> Any:
-        """Block until the next item of the request in flight (None after a timeout or a close)."""
+        """Block until the next item comes (None after a timeout or a close)."""
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         get = self._out.get
         while True:
@@ -526,17 +663,16 @@ class DirectBatch:
                 return get(timeout=wait if wait > 0 else 0)
             except queue.Empty:
                 if self._conn.is_closed:
-                    self._fail(errors.ClientClosedError("the client was closed during a batch direct get"))
+                    self._stop(errors.ClientClosedError("the client was closed during a batch direct get"))
                     return None
                 if deadline is not None and time.monotonic() >= deadline:
-                    self._fail(errors.TimeoutError.after(
+                    self._stop(errors.TimeoutError.after(
                         f"batch direct get from stream {self._stream!r} ({self._subject})", self._timeout,
                         f"no reply after {self.received} messages"))
                     return None
 
     def _drain(self) -> None:
-        """Take whatever has arrived, without waiting: a request's replies come in a burst, so its end
-        is usually here while its messages are still to be made and yielded."""
+        """Take whatever has arrived, without waiting."""
         get = self._out.get_nowait
         while True:
             try:
@@ -547,96 +683,27 @@ class DirectBatch:
 
     def _take(self, item: Any) -> None:
         if item is None or self._finished:
-            return  # stopped: what the request still had in the queue goes
+            return  # stopped: what was still in the queue goes
         if type(item) is tuple:  # a run of replies
             self.received += len(item[0])
-            self._got += len(item[0])
-            if self._max_bytes is None:
-                self._backlog.append(item)
-            else:  # the next request's byte limit needs the size of every message before it
-                self._ready.extend(self._make(item))
-            return
-        self._request = None
-        if item.error is not None:
-            self._fail(item.error)
-            return
-        hdrs = decode_headers(item.raw) or Headers()
-        status = hdrs.get("Status", "")
-        if status == "204":
-            self._after(hdrs)
-            return
-        self._finished = True
-        if status == "404":  # nothing (more) matched
-            return
-        desc = hdrs.get("Description", "")
-        about = {"stream": self._stream, "operation": f"batch direct get from stream {self._stream!r}"}
-        if status == "503":
-            self._error = errors.NoRespondersError(
-                f"no responders for direct gets on stream {self._stream!r} ({self._subject}): the stream does "
-                f"not exist, does not allow direct gets, or JetStream is not enabled", self._subject)
-        elif status == "413":
-            self._error = errors.APIError(413, None, f"{desc or 'Too Many Results'}: the subjects match more "
-                                                     f"subjects than the server reads at once (1024)", **about)
+            self._backlog.append(item)
         else:
-            self._error = errors.APIError(int(status) if status.isdigit() else None, None,
-                                          desc or f"batch direct get failed with status {status!r}", **about)
-
-    def _after(self, eob: Headers) -> None:
-        """The server ended a request with 204 (end of batch): the next request, or the end."""
-        try:
-            pending = int(eob.get("Nats-Num-Pending", "0"))
-            last = int(eob.get("Nats-Last-Sequence", "0"))
-            upto = int(eob.get("Nats-UpTo-Sequence", "0"))
-        except ValueError:
-            pending = last = upto = 0
-        # Servers before 2.12 count one too few pending after a multi-subject batch that stopped at its
-        # size: a full batch asks again (an empty answer ends it).
-        more = pending > 0 or (self._multi and self._got >= self._asked)
-        if not more or last == 0 or self._left() <= 0 or (
-                self._max_bytes is not None and self._bytes >= self._max_bytes):
             self._finished = True
-            return
-        request = dict(self._cursor, seq=last + 1)
-        if self._multi and upto:
-            request.pop("up_to_time", None)
-            request["up_to_seq"] = upto  # every page reads the stream as the first did
-        self._due = request
-        self._send_due()
-
-    def _left(self) -> int:
-        return BATCH_PER_REQUEST if self._total is None else self._total - self.received
-
-    def _send_due(self) -> None:
-        """Send the next request (on the loop, without waiting) once at most one request's worth
-        waits here unread; its size and byte limit from what is left."""
-        if len(self._ready) + sum(len(run[0]) for run in self._backlog) > BATCH_PER_REQUEST:
-            return
-        request, self._due = self._due, None
-        assert request is not None
-        if not self._cursor:
-            self._cursor = {k: v for k, v in request.items() if k not in ("seq", "start_time")}
-        self._asked = request["batch"] = min(self._left(), BATCH_PER_REQUEST)
-        self._got = 0
-        request["max_bytes"] = BYTES_PER_REQUEST if self._max_bytes is None else \
-            min(BYTES_PER_REQUEST, self._max_bytes - self._bytes)
-        self._request = req = _BatchRequest(self._conn, self._subject, _body(request), self._out)
-        self.requests += 1
-        lt = self._conn.loop_thread
-        try:
-            lt.call_soon(lambda: lt.spawn(req.start(), name="jetstream-sync-batch-get"))
-        except errors.ClientClosedError as exc:
-            self._fail(exc)
+            self._error = item.error
 
     def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
-        """Messages of one run of raw replies, in order (counting their bytes when a limit needs them)."""
+        """Messages of one run of raw replies, in order; tells the chain how far reading has got."""
+        chain = self._chain
+        chain.taken = self._made  # all read but this run: it is made while the ready ones are empty
         datas, raws = run
+        self._made += len(datas)
+        if chain.waiting:
+            self._call(chain.room)
         blocks = b"".join(raws)
         if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
             found = _BARE.findall(blocks)
             if found and len(found) == len(raws):
                 subjects, seqs, seconds, fractions = zip(*found)
-                if self._max_bytes is not None:
-                    self._bytes += sum(map(len, subjects)) + sum(map(len, datas))
                 return StoredMsg._many(map(int, seqs), map(bytes.decode, subjects), datas,
                                        times_from_parts(seconds, fractions))
         out: list[StoredMsg] = []
@@ -646,34 +713,26 @@ class DirectBatch:
                 subject, seq, second, fraction = m.groups()
                 out.append(StoredMsg._of(int(seq), subject.decode(), data, None,
                                          time_from_parts(second, fraction or b"")))
-                self._bytes += len(subject) + len(data)
             else:
-                msg, size = _stored(data, raw)
-                out.append(msg)
-                self._bytes += size
+                out.append(_stored(data, raw)[0])
         return out
 
-    def _fail(self, err: BaseException) -> None:
-        """End here with ``err`` (raised once what was received before it is yielded)."""
-        self._stop_request()
-        self._finished = True
-        self._due = None
-        self._error = err
-
-    def _stop_request(self) -> None:
-        req, self._request = self._request, None
-        if req is not None:
-            try:
-                self._conn.loop_thread.call_soon(req.abandon)
-            except errors.ClientClosedError:
-                pass
+    def _stop(self, err: BaseException | None) -> None:
+        """End here (with ``err``, raised once what was received before it is yielded): the chain stops."""
+        if not self._finished:
+            self._finished = True
+            self._error = err
+        try:
+            self._conn.loop_thread.call_soon(self._chain.abandon)
+        except errors.ClientClosedError:
+            pass
 
     def close(self) -> None:
-        """Stop reading: the request in flight (if any) stops listening, and what was received and
-        not yielded is dropped. Never blocks; idempotent."""
-        self._stop_request()
-        self._finished = True
-        self._first = self._due = self._error = None
+        """Stop reading: the request in flight (if any) stops listening, no other is sent, and what was
+        received and not yielded is dropped. Never blocks; idempotent."""
+        self._started = True
+        self._stop(None)
+        self._error = None
         self._backlog.clear()
         self._ready.clear()
 

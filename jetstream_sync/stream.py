@@ -120,9 +120,10 @@ class Stream:
         message that reaches the limit is the last). Messages stored while it reads are read too
         when the iterator gets to them.
 
-        Each request asks the server for up to 5,000 messages (4 MiB), which it sends at once; the
-        next one goes out as the iterator reaches the end of the last, so memory stays bounded however
-        many are read. Nothing is sent until iteration starts. Iterating blocks the calling thread, at
+        Each request asks the server for up to 20,000 messages (2 MiB), which it sends at once; the
+        next one goes out at the end of the last while the iterator has at most one request's worth
+        unread, so memory stays bounded however many are read. Nothing is sent until iteration
+        starts. Iterating blocks the calling thread, at
         most ``timeout`` per wait for the server (Ctrl-C lands within 0.25 s); no callbacks. The
         iterator has ``close()`` and is a context manager, to stop early.
 
