@@ -7,8 +7,10 @@
 # checks made before anything is sent; nothing left subscribed by an iterator left unread.
 from __future__ import annotations
 
+import _thread
 import gc
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import attrs
@@ -356,6 +358,24 @@ def test_a_client_closed_while_reading_ends_the_iterator_with_client_closed(clie
     with pytest.raises(jss.ClientClosedError):
         next(silent_responder.get_batch(10))
 
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_while_waiting_lands_within_a_wake_and_stops_the_read(client, silent_responder):
+    subs_before = len(client._conn._nc._subs)
+    it = silent_responder.get_batch(10, timeout=30.0)
+    assert [m.seq for m in (next(it), next(it))] == [1, 2]
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+    finally:
+        timer.join(5)
+    assert time.monotonic() - t0 < 5.0  # not the 30 s timeout
+    assert list(it) == []
+    wait_for(lambda: len(client._conn._nc._subs) == subs_before, 10, what="the request's inbox to be unsubscribed")
 
 # --- nothing left behind --------------------------------------------------------------------------
 
