@@ -3,7 +3,7 @@
 # Rule 1: pure. No I/O; the views for notebooks (`_repr_html_`) load `_html` when asked.
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -383,3 +383,42 @@ class StoredMsg(_Wire):
         if isinstance(data, Mapping) and isinstance(data.get("message"), Mapping):
             data = data["message"]
         return _from_wire(cls, data, strict)
+
+    @classmethod
+    def _of(cls, seq: int, subject: str, data: bytes, headers: Headers | None, time: datetime | None) -> StoredMsg:
+        """Build from values that already have the field types, without the converters: the hot path of
+        batch direct gets, which read many thousands of messages a second."""
+        self = object.__new__(cls)
+        set_seq, set_subject, set_data, set_headers, set_time, set_extra = _STORED_SLOTS
+        set_seq(self, seq)
+        set_subject(self, subject)
+        set_data(self, data)
+        set_headers(self, headers)
+        set_time(self, time)
+        set_extra(self, {})
+        return self
+
+    @classmethod
+    def _many(cls, seqs: Iterable[int], subjects: Iterable[str], datas: Iterable[bytes],
+              times: Iterable[datetime | None]) -> list[StoredMsg]:
+        """:meth:`_of` for a run of messages stored without headers, in one loop."""
+        new = object.__new__
+        set_seq, set_subject, set_data, set_headers, set_time, set_extra = _STORED_SLOTS
+        out: list[StoredMsg] = []
+        append = out.append
+        for seq, subject, data, time in zip(seqs, subjects, datas, times):
+            self = new(cls)
+            set_seq(self, seq)
+            set_subject(self, subject)
+            set_data(self, data)
+            set_headers(self, None)
+            set_time(self, time)
+            set_extra(self, {})
+            append(self)
+        return out
+
+
+# The slots of StoredMsg's fields, every one in order, set directly by StoredMsg._of (a frozen class
+# refuses setattr).
+_STORED_SLOTS = tuple(StoredMsg.__dict__[name].__set__
+                      for name in ("seq", "subject", "data", "headers", "time", "extra"))

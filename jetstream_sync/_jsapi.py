@@ -1,28 +1,37 @@
 # The JetStream API request path (as nats.go's api.go): one place for the JSON, the timeouts, the
 # error envelopes, "no responders" meaning JetStream is off, the retry of idempotent requests, the
-# stored-message gets (the direct get, whose replies are messages, and STREAM.MSG.GET), and paged
+# stored-message gets (the direct get, whose replies are messages, and STREAM.MSG.GET), the batch
+# direct gets (ADR-31: many messages per request, ended by the server's 204 end of batch), and paged
 # listings.
 #
-# Rule 1: every API request of the package goes through JsApi.request (or request_raw / paged).
+# Rule 1: every API request of the package goes through JsApi.request (or request_raw / paged /
+#         direct_batch).
 # Rule 2: only idempotent requests are retried; the caller says which.
 # Rule 3: blocking calls for user threads; nothing here runs on the loop thread but the coroutines
-#         handed to Connection.call.
+#         handed to Connection.call and the loop half of a batch direct get (``_BatchRequest``), which
+#         only hands raw replies over to the reader's queue.
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Iterator, Mapping
+import queue
+import re
+import time
+from collections import deque
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from . import errors
 from ._headers import Headers, decode_headers
-from ._protocol import DEFAULT, Timeout
+from ._loop import WAKE_INTERVAL
+from ._protocol import DEFAULT, Timeout, pub_command
 from ._retry import RetryPolicy
+from ._time import time_from_parts, times_from_parts
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
-from ._connection import Connection
+from ._connection import Connection, Listener, translate
 
-__all__ = ["JsApi"]
+__all__ = ["BATCH_PER_REQUEST", "BYTES_PER_REQUEST", "DirectBatch", "JsApi"]
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +239,16 @@ class JsApi:
             time=parse_time(hdrs.get("Nats-Time-Stamp")),
         )
 
+    def direct_batch(self, stream: str, first: dict[str, Any], *, multi: bool, total: int | None,
+                     max_bytes: int | None, timeout: Timeout = DEFAULT) -> "DirectBatch":
+        """The stored messages of ``stream`` that batch direct gets read, starting with the request
+        ``first`` (``next_by_subj`` and ``seq`` or ``start_time``; or ``multi_last`` and its limits when
+        ``multi``), at most ``total`` messages (None: all that match) and ``max_bytes``. No I/O here:
+        the first request goes out when iteration starts (see :class:`DirectBatch`, which blocks at
+        most ``timeout`` per wait). Not retried: a request is answered by a stream of messages."""
+        return DirectBatch(self._conn, stream, self._prefix.direct_get(stream), first, multi=multi, total=total,
+                           max_bytes=max_bytes, timeout=self.resolve_timeout(timeout))
+
     def paged(self, subject: str, key: str, filter_subject: str | None, timeout: Any, convert: Any) -> Iterator[Any]:
         """Every item of a paged listing (``streams``, ``consumers``, ``*_names``), one request per page
         as iteration reaches it; each page retried as an idempotent request."""
@@ -246,3 +265,449 @@ class JsApi:
             total = resp.get("total", 0)
             if not items or offset >= total:
                 return
+
+
+# -- batch direct gets (ADR-31) ------------------------------------------------------------------
+
+#: Messages asked for per batch direct get request.
+BATCH_PER_REQUEST = 20000
+#: Bytes asked for per request (subjects, stored headers and payloads; the server stops after the
+#: message that reaches it), so that large messages are bounded too.
+BYTES_PER_REQUEST = 2 * 1024 * 1024
+#: The next request goes out at the end of the previous one while at most this many requests' worth
+#: of messages wait unread, else as soon as the reader has read enough: with the request in flight,
+#: about two requests' replies are held at most. Large requests matter: the server takes a couple of
+#: milliseconds to begin each one.
+AHEAD = 1
+
+#: The header block the server writes for a message stored without headers: its subject, sequence and
+#: time (to the second, and the fraction) in one match. Stored headers would come first, before the
+#: server's own; such a block is decoded in full.
+_BARE = re.compile(rb"NATS/1\.0\r\nNats-Stream: [^\r]*\r\nNats-Subject: ([^\r]*)\r\nNats-Sequence: (\d+)\r\n"
+                   rb"Nats-Time-Stamp: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z\r\n"
+                   rb"Nats-Num-Pending: \d+\r\nNats-Last-Sequence: \d+\r\n\r\n")
+#: Line ends in that block (every reply's block has at least as many).
+_BARE_CRLF = 8
+_SUBJECT = b"\r\nNats-Subject: "
+
+
+class _Done(NamedTuple):
+    """The end of a batch read, after every run of replies: nothing more will come (``error``: why
+    it stopped early)."""
+
+    error: BaseException | None = None
+
+
+def _stored(data: bytes, raw: bytes) -> tuple[StoredMsg, int]:
+    """A batch direct get reply whose header block is not the bare one as a ``StoredMsg``, and its
+    size as the server counts it against ``max_bytes`` (subject, stored header block, payload). The
+    ``Nats-*`` headers the server adds after the stored ones become the fields and are left out of
+    ``headers``; a stored header of the same name (a message copied from another stream) stays."""
+    hdrs = decode_headers(raw) or Headers()
+    values = hdrs.multi()
+    added: dict[str, str] = {}
+    for key in _DIRECT_HEADERS:
+        these = values.get(key)
+        if these:
+            added[key] = these.pop()  # the server appends its own after the stored headers
+            if not these:
+                del values[key]
+    # The stored block ends in an empty line; the server wrote "Key: value\r\n" for each of its own
+    # before that line (or, with nothing stored, after a bare "NATS/1.0\r\n").
+    stored_len = len(raw) - sum(len(k) + len(v) + 4 for k, v in added.items()) if values else 0
+    subject = added.get("Nats-Subject", "")
+    msg = StoredMsg._of(int(added.get("Nats-Sequence", "0")), subject, data, Headers(values) if values else None,
+                        parse_time(added.get("Nats-Time-Stamp")))
+    return msg, len(subject.encode()) + stored_len + len(data)
+
+
+def _size(data: bytes, raw: bytes) -> int:
+    """What a reply counts against ``max_bytes``, as the server counts it (subject, stored header
+    block, payload)."""
+    if raw.count(b"\r\n") == _BARE_CRLF:  # nothing stored: the subject and the payload
+        start = raw.find(_SUBJECT) + len(_SUBJECT)
+        return raw.find(b"\r\n", start) - start + len(data)
+    return _stored(data, raw)[1]
+
+
+class _Request(Listener):
+    """One batch direct get request on the loop thread: an inbox of its own, the replies handed to the
+    reader's queue as raw bytes in runs (``(payloads, header blocks)``: one wake of the reader per run
+    of replies the loop read together), then its end (the server's status, or an error) given to its
+    chain. Unsubscribed at its end, or when the chain gives up (``abandon``). Never blocks."""
+
+    def __init__(self, chain: "_Chain", body: bytes) -> None:
+        self._chain = chain
+        self._conn = chain.conn
+        self._body = body
+        self._datas: list[bytes] = []  # the run not yet handed over: payloads ...
+        self._raws: list[bytes] = []   # ... and header blocks
+        self._sized = chain.max_bytes is not None
+        self.got = 0                   # replies received
+        self.bytes = 0                 # ... and their size (counted when there is a byte limit)
+        self._sub: Any = None
+        self._inbox = ""
+        self._ended = False
+
+    async def start(self) -> None:
+        if self._ended:  # abandoned before it began
+            return
+        conn = self._conn
+        self._inbox = inbox = conn.new_inbox()
+        conn.add_listener(self)
+        try:
+            self._sub = await conn.subscribe_raw(inbox, self._on_msg)
+            if self._ended:
+                self.abandon()
+                return
+            # The SUB above sits in the same outbound buffer, ahead of this PUB.
+            conn.write_now(pub_command(self._chain.subject, inbox, self._body, b""))
+        except Exception as exc:  # noqa: BLE001 - the reader raises it
+            self._end(b"", translate(exc))
+
+    def _on_msg(self, _subject: bytes, _reply: bytes, data: bytes, raw: bytes) -> None:
+        if self._ended:
+            return
+        if not data and raw[:9] == b"NATS/1.0 ":  # a status line: the end of this request
+            self._end(raw, None)
+            return
+        datas = self._datas
+        datas.append(data)
+        self._raws.append(raw)
+        if self._sized:
+            self.bytes += _size(data, raw)
+        if len(datas) == 1:
+            self._conn.loop_thread.loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        datas = self._datas
+        if datas:
+            self.got += len(datas)
+            self._chain.received += len(datas)
+            self._chain.out.put((datas, self._raws))
+            self._datas, self._raws = [], []
+
+    def _end(self, status: bytes, error: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._hand_over()
+        self.abandon()
+        self._chain.ended(self, status, error)
+
+    def abandon(self) -> None:
+        """Stop listening (loop thread): what still arrives is dropped. Idempotent."""
+        self._ended = True
+        self._conn.remove_listener(self)
+        sub, self._sub = self._sub, None
+        lt = self._conn.loop_thread
+        if sub is not None and lt.on_loop_thread():  # else the client closed: nothing to unsubscribe from
+            lt.spawn(self._conn.unsubscribe_raw(sub), name="jetstream-sync-unsub")
+
+    # connection events (loop thread)
+    def on_closed(self) -> None:
+        self._end(b"", errors.ClientClosedError("the client was closed during a batch direct get"))
+
+    def on_permission_denied(self, subject: str, error: errors.PermissionViolationError) -> None:
+        watched = {self._chain.subject.lower(): self._chain.subject, self._inbox.lower(): self._inbox}
+        if subject in watched:
+            spelled = getattr(error, "spelled", None)
+            self._end(b"", spelled(watched[subject]) if spelled is not None else error)
+
+
+class _Chain:
+    """The requests of one batch read, on the loop thread: each next one goes out from the end of the
+    previous one (the sequence after its last message; the point in time of the first for
+    ``multi_last``) until ``total`` messages or ``max_bytes`` are read or nothing more matches. It goes
+    out at once while the reader has at most :data:`AHEAD` requests' worth unread, else when the reader
+    makes room (``room``). The end goes to the reader's queue as ``_Done``. Loop thread only, but for
+    ``taken`` and ``waiting``, which the reader writes and reads."""
+
+    def __init__(self, conn: Connection, stream: str, subject: str, first: dict[str, Any], *, multi: bool,
+                 total: int | None, max_bytes: int | None, out: queue.SimpleQueue) -> None:
+        self.conn = conn
+        self.stream = stream
+        self.subject = subject
+        self.out = out
+        self.max_bytes = max_bytes
+        self._multi = multi
+        self._total = total
+        self._cursor = {k: v for k, v in first.items() if k not in ("seq", "start_time")}  # kept by every request
+        self._due: dict[str, Any] | None = first   # the next request
+        self._request: _Request | None = None      # the request in flight
+        self._asked = 0
+        self._bytes = 0
+        self._ended = False
+        #: Replies received (handed to the reader's queue).
+        self.received = 0
+        #: Requests sent.
+        self.requests = 0
+        #: Written by the reader: the messages it had read when it last made a run into messages.
+        self.taken = 0
+        #: A request is due and waits for the reader to make room.
+        self.waiting = False
+
+    def start(self) -> None:
+        self._send()
+
+    def room(self) -> None:
+        """The reader has read more: send the request that waits for room, if there is room now."""
+        if self.waiting and not self._ended and self.received - self.taken <= AHEAD * BATCH_PER_REQUEST:
+            self.waiting = False
+            self._send()
+
+    def _send(self) -> None:
+        request, self._due = self._due, None
+        if request is None or self._ended:
+            return
+        left = BATCH_PER_REQUEST if self._total is None else self._total - self.received
+        self._asked = request["batch"] = min(left, BATCH_PER_REQUEST)
+        request["max_bytes"] = BYTES_PER_REQUEST if self.max_bytes is None else \
+            min(BYTES_PER_REQUEST, self.max_bytes - self._bytes)
+        self._request = req = _Request(self, _body(request))
+        self.requests += 1
+        self.conn.loop_thread.spawn(req.start(), name="jetstream-sync-batch-get")
+
+    def ended(self, req: _Request, status: bytes, error: BaseException | None) -> None:
+        """A request ended (its replies are in the queue): the next one, or the end."""
+        if req is not self._request or self._ended:
+            return
+        self._request = None
+        self._bytes += req.bytes
+        if error is not None:
+            self._finish(error)
+            return
+        hdrs = decode_headers(status) or Headers()
+        code = hdrs.get("Status", "")
+        if code == "204":
+            self._after(hdrs, req.got)
+        elif code == "404":  # nothing (more) matched
+            self._finish(None)
+        else:
+            self._finish(self._status_error(code, hdrs.get("Description", "")))
+
+    def _after(self, eob: Headers, got: int) -> None:
+        try:
+            pending = int(eob.get("Nats-Num-Pending", "0"))
+            last = int(eob.get("Nats-Last-Sequence", "0"))
+            upto = int(eob.get("Nats-UpTo-Sequence", "0"))
+        except ValueError:
+            pending = last = upto = 0
+        # Servers before 2.12 count one too few pending after a multi-subject batch that stopped at its
+        # size: a full batch asks again (an empty answer ends it).
+        more = pending > 0 or (self._multi and got >= self._asked)
+        done = (self._total is not None and self.received >= self._total) or \
+            (self.max_bytes is not None and self._bytes >= self.max_bytes)
+        if not more or last == 0 or done:
+            self._finish(None)
+            return
+        request = dict(self._cursor, seq=last + 1)
+        if self._multi and upto:
+            request.pop("up_to_time", None)
+            request["up_to_seq"] = upto  # every page reads the stream as the first did
+        self._due = request
+        # The reader writes ``taken`` and then reads ``waiting``; this writes ``waiting`` and then reads
+        # ``taken``: whichever comes second sees the other, so the request never waits for nothing.
+        self.waiting = True
+        self.room()
+
+    def _status_error(self, code: str, desc: str) -> BaseException:
+        if code == "503":
+            return errors.NoRespondersError(
+                f"no responders for direct gets on stream {self.stream!r} ({self.subject}): the stream does "
+                f"not exist, does not allow direct gets, or JetStream is not enabled", self.subject)
+        about = {"stream": self.stream, "operation": f"batch direct get from stream {self.stream!r}"}
+        if code == "413":
+            return errors.APIError(413, None, f"{desc or 'Too Many Results'}: the subjects match more subjects "
+                                              f"than the server reads at once (1024)", **about)
+        return errors.APIError(int(code) if code.isdigit() else None, None,
+                               desc or f"batch direct get failed with status {code!r}", **about)
+
+    def _finish(self, error: BaseException | None) -> None:
+        self._ended = True
+        self.waiting = False
+        self.out.put(_Done(error))
+
+    def abandon(self) -> None:
+        """The reader gave up: stop the request in flight, send no other. Idempotent."""
+        self._ended = True
+        self._due = None
+        req, self._request = self._request, None
+        if req is not None:
+            req.abandon()
+
+
+class DirectBatch:
+    """The stored messages of batch direct gets, read as an iterator (``Stream.get_batch``,
+    ``Stream.get_last_for``): the reader's side of a ``_Chain`` of requests.
+
+    Each request asks the server for up to :data:`BATCH_PER_REQUEST` messages, which it sends without
+    flow control to an inbox of that request and ends with a 204 (end of batch) saying how many more
+    match. The loop thread sends the next one from there, so replies keep coming while the reader
+    works, as long as at most :data:`AHEAD` requests' worth wait unread: memory stays bounded for any
+    range. Replies reach this thread as raw bytes; each run is made into ``StoredMsg`` here as
+    iteration reaches it.
+
+    Iteration blocks the calling thread, at most ``timeout`` per wait for the server (waking every
+    0.25 s, so Ctrl-C lands; an interrupt stops the batch). It ends when ``total`` messages (or
+    ``max_bytes``) were read or nothing more matches; a 404 (nothing matched) is an empty iterator.
+    An error status, a closed client or a timeout is raised once the messages received before it
+    were yielded. Not thread-safe: iterate from one thread. ``close()`` (or leaving a ``with`` block)
+    stops early; one left unread holds nothing on the server once its request is answered.
+    """
+
+    def __init__(self, conn: Connection, stream: str, subject: str, first: dict[str, Any], *, multi: bool,
+                 total: int | None, max_bytes: int | None, timeout: float | None) -> None:
+        self._conn = conn
+        self._stream = stream
+        self._subject = subject
+        self._timeout = timeout
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._chain = _Chain(conn, stream, subject, first, multi=multi, total=total, max_bytes=max_bytes,
+                             out=self._out)
+        self._started = False
+        self._backlog: deque[tuple[list[bytes], list[bytes]]] = deque()  # runs received, not yet made messages
+        self._ready: deque[StoredMsg] = deque()  # made, not yet yielded
+        self._made = 0
+        self._finished = False  # the chain is done (or this reader stopped)
+        self._error: BaseException | None = None
+        #: Messages received so far.
+        self.received = 0
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far."""
+        return self._chain.requests
+
+    def __iter__(self) -> Iterator[StoredMsg]:
+        return self
+
+    def __next__(self) -> StoredMsg:
+        ready = self._ready
+        if ready:
+            return ready.popleft()
+        # Handler around a call, not around the loop (see MessageStream.next).
+        try:
+            return self._next()
+        except (StopIteration, errors.JetStreamError):
+            raise
+        except BaseException:
+            self.close()  # KeyboardInterrupt: leave nothing listening
+            raise
+
+    def _next(self) -> StoredMsg:
+        if not self._started:
+            self._started = True
+            self._call(self._chain.start)
+        ready, backlog = self._ready, self._backlog
+        while True:
+            self._drain()
+            if backlog:
+                ready.extend(self._make(backlog.popleft()))
+                if ready:
+                    return ready.popleft()
+                continue
+            if self._finished:
+                err, self._error = self._error, None
+                if err is not None:
+                    raise err
+                raise StopIteration
+            self._take(self._wait())
+
+    def _call(self, fn: Any) -> None:
+        """Run ``fn`` on the loop thread, without waiting."""
+        try:
+            self._conn.loop_thread.call_soon(fn)
+        except errors.ClientClosedError as exc:
+            self._stop(exc)
+
+    def _wait(self) -> Any:
+        """Block until the next item comes (None after a timeout or a close)."""
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        get = self._out.get
+        while True:
+            wait = WAKE_INTERVAL if deadline is None else min(WAKE_INTERVAL, deadline - time.monotonic())
+            try:
+                return get(timeout=wait if wait > 0 else 0)
+            except queue.Empty:
+                if self._conn.is_closed:
+                    self._stop(errors.ClientClosedError("the client was closed during a batch direct get"))
+                    return None
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._stop(errors.TimeoutError.after(
+                        f"batch direct get from stream {self._stream!r} ({self._subject})", self._timeout,
+                        f"no reply after {self.received} messages"))
+                    return None
+
+    def _drain(self) -> None:
+        """Take whatever has arrived, without waiting."""
+        get = self._out.get_nowait
+        while True:
+            try:
+                item = get()
+            except queue.Empty:
+                return
+            self._take(item)
+
+    def _take(self, item: Any) -> None:
+        if item is None or self._finished:
+            return  # stopped: what was still in the queue goes
+        if type(item) is tuple:  # a run of replies
+            self.received += len(item[0])
+            self._backlog.append(item)
+        else:
+            self._finished = True
+            self._error = item.error
+
+    def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
+        """Messages of one run of raw replies, in order; tells the chain how far reading has got."""
+        chain = self._chain
+        chain.taken = self._made  # all read but this run: it is made while the ready ones are empty
+        datas, raws = run
+        self._made += len(datas)
+        if chain.waiting:
+            self._call(chain.room)
+        blocks = b"".join(raws)
+        if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
+            found = _BARE.findall(blocks)
+            if found and len(found) == len(raws):
+                subjects, seqs, seconds, fractions = zip(*found)
+                return StoredMsg._many(map(int, seqs), map(bytes.decode, subjects), datas,
+                                       times_from_parts(seconds, fractions))
+        out: list[StoredMsg] = []
+        for data, raw in zip(datas, raws):
+            m = _BARE.fullmatch(raw)
+            if m is not None:
+                subject, seq, second, fraction = m.groups()
+                out.append(StoredMsg._of(int(seq), subject.decode(), data, None,
+                                         time_from_parts(second, fraction or b"")))
+            else:
+                out.append(_stored(data, raw)[0])
+        return out
+
+    def _stop(self, err: BaseException | None) -> None:
+        """End here (with ``err``, raised once what was received before it is yielded): the chain stops."""
+        if not self._finished:
+            self._finished = True
+            self._error = err
+        try:
+            self._conn.loop_thread.call_soon(self._chain.abandon)
+        except errors.ClientClosedError:
+            pass
+
+    def close(self) -> None:
+        """Stop reading: the request in flight (if any) stops listening, no other is sent, and what was
+        received and not yielded is dropped. Never blocks; idempotent."""
+        self._started = True
+        self._stop(None)
+        self._error = None
+        self._backlog.clear()
+        self._ready.clear()
+
+    def __enter__(self) -> "DirectBatch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<DirectBatch stream={self._stream!r} received={self.received} requests={self.requests}>"

@@ -1,5 +1,5 @@
-# The Stream handle (ADR-37 "Streams"): info, purge, message get/delete and
-# the consumer calls scoped to one stream.
+# The Stream handle (ADR-37 "Streams"): info, purge, message get/delete, batch
+# direct gets (ADR-31) and the consumer calls scoped to one stream.
 #
 # Rule 1: a handle is cheap and holds no server resources; ``cached_info`` is
 #         what the last round trip said, ``info()`` makes a new one.
@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator, Mapping
+from datetime import datetime
+from typing import Any, Iterable, Iterator, Mapping
 
 from . import errors
 from ._protocol import DEFAULT, Timeout, check_subject
-from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo
+from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, format_time
 from .consumer import Consumer
 from .events import EventStream, open_events
 from .push_consumer import PushConsumer
@@ -25,6 +26,26 @@ def _check_seq(value: Any, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return value
+
+
+def _check_time(value: Any, name: str) -> str:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a timezone-aware datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime, got naive {value!r} "
+                         f"(e.g. {name}.replace(tzinfo=timezone.utc))")
+    return format_time(value)
+
+
+def _check_subjects(subjects: Any) -> list[str]:
+    if isinstance(subjects, str):
+        return [check_subject(subjects, "subjects")]
+    if not isinstance(subjects, Iterable):
+        raise TypeError(f"subjects must be a subject or a list of subjects, got {type(subjects).__name__}")
+    out = [check_subject(s, "subjects") for s in subjects]
+    if not out:
+        raise ValueError("subjects must name at least one subject (wildcards allowed)")
+    return out
 
 
 #: The server's "message delete failed" err_code (its description says why).
@@ -85,6 +106,83 @@ class Stream:
     def _get(self, timeout: Timeout, *, seq: int | None = None, last_by_subj: str | None = None) -> StoredMsg:
         get = self._js._jsapi.direct_get if self._info.config.allow_direct else self._js._jsapi.msg_get
         return get(self.name, seq=seq, last_by_subj=last_by_subj, timeout=timeout)
+
+    def get_batch(self, batch: int, *, seq: int | None = None, subject: str | None = None,
+                  start_time: datetime | None = None, max_bytes: int | None = None,
+                  timeout: Timeout = DEFAULT) -> Iterator[StoredMsg]:
+        """Read up to ``batch`` stored messages in stream order, without a consumer: an iterator of
+        ``StoredMsg`` (batch direct gets; the stream needs ``allow_direct``).
+
+        From ``seq``, or from the first message stored at or after ``start_time`` (an aware
+        ``datetime``), else from the first message; only those on ``subject`` (wildcards allowed) when
+        given. Deleted messages are skipped. ``max_bytes`` stops it once the messages read add up to
+        that many bytes (subject, stored headers and payload of each, as the server counts them; the
+        message that reaches the limit is the last). Messages stored while it reads are read too
+        when the iterator gets to them.
+
+        Each request asks the server for up to 20,000 messages (2 MiB), which it sends at once; the
+        next one goes out at the end of the last while the iterator has at most one request's worth
+        unread, so memory stays bounded however many are read. Nothing is sent until iteration
+        starts. Iterating blocks the calling thread, at
+        most ``timeout`` per wait for the server (Ctrl-C lands within 0.25 s); no callbacks. The
+        iterator has ``close()`` and is a context manager, to stop early.
+
+        Raises, before anything is sent: ``ValueError``/``TypeError`` naming a bad argument
+        (``seq`` and ``start_time`` are exclusive), ``ValueError`` when the stream's cached info says
+        it does not allow direct gets (``allow_direct``), ``FeatureNotSupportedError`` on a server
+        before 2.11. While iterating: ``TimeoutError`` (not retried), ``ClientClosedError``,
+        ``APIError`` for an error status. Nothing matched is an empty iterator.
+        """
+        first: dict[str, Any] = {"next_by_subj": ">" if subject is None else check_subject(subject)}
+        total = _check_seq(batch, "batch")
+        if seq is not None and start_time is not None:
+            raise ValueError("seq and start_time are exclusive: give one or the other")
+        if seq is not None:
+            first["seq"] = _check_seq(seq, "seq")
+        if start_time is not None:
+            first["start_time"] = _check_time(start_time, "start_time")
+        if max_bytes is not None:
+            max_bytes = _check_seq(max_bytes, "max_bytes")
+        return self._batch("a batch direct get (get_batch)", first, multi=False, total=total, max_bytes=max_bytes,
+                           timeout=timeout)
+
+    def get_last_for(self, subjects: str | Iterable[str], *, up_to_seq: int | None = None,
+                     up_to_time: datetime | None = None, batch: int | None = None,
+                     timeout: Timeout = DEFAULT) -> Iterator[StoredMsg]:
+        """The last stored message of each subject matching ``subjects`` (one subject or a list;
+        wildcards allowed), in stream-sequence order: an iterator of ``StoredMsg`` (batch direct gets;
+        the stream needs ``allow_direct``).
+
+        ``up_to_seq`` reads the stream as it was at that sequence (included), ``up_to_time`` as it
+        was just before that time (an aware ``datetime``; a message stored at that very time is not
+        included); they are exclusive. ``batch`` stops after that many messages. The server answers
+        for at most 1,024 matching subjects (more is an ``APIError`` with code 413). A read that
+        takes more than one request keeps the point in time of the first.
+
+        Nothing is sent until iteration starts; iterating blocks the calling thread as
+        :meth:`get_batch` does and raises the same errors. Nothing matched is an empty iterator.
+        """
+        first: dict[str, Any] = {"multi_last": _check_subjects(subjects)}
+        if up_to_seq is not None and up_to_time is not None:
+            raise ValueError("up_to_seq and up_to_time are exclusive: give one or the other")
+        if up_to_seq is not None:
+            first["up_to_seq"] = _check_seq(up_to_seq, "up_to_seq")
+        if up_to_time is not None:
+            first["up_to_time"] = _check_time(up_to_time, "up_to_time")
+        total = None if batch is None else _check_seq(batch, "batch")
+        return self._batch("a batch direct get (get_last_for)", first, multi=True, total=total, max_bytes=None,
+                           timeout=timeout)
+
+    def _batch(self, what: str, first: dict[str, Any], *, multi: bool, total: int | None, max_bytes: int | None,
+               timeout: Timeout) -> Iterator[StoredMsg]:
+        jsapi = self._js._jsapi
+        jsapi.resolve_timeout(timeout)  # a bad timeout is refused here, before anything is sent
+        jsapi.require(what, 1, "2.11")
+        if not self._info.config.allow_direct:
+            raise ValueError(f"{what} reads with direct gets, and stream {self.name!r} does not allow them: create "
+                             f"or update it with allow_direct=True (its cached info says allow_direct is false; "
+                             f"stream.info() refreshes that)")
+        return jsapi.direct_batch(self.name, first, multi=multi, total=total, max_bytes=max_bytes, timeout=timeout)
 
     def delete_msg(self, seq: int, *, erase: bool = False, timeout: Timeout = DEFAULT) -> None:
         """Delete the message at ``seq``; ``erase=True`` overwrites it on disk.

@@ -151,6 +151,61 @@ def test_get_prints_a_message_by_sequence_or_last_for_subject(js, nats_server):
     fails(cli("stream", "get", "CLI_GET", "--last-for", "cli.get.none", server=nats_server), 3, "no message on")
 
 
+
+def json_lines(proc) -> list:
+    return [json.loads(line) for line in ok(proc).splitlines()]
+
+
+def test_get_batch_prints_many_messages_as_json_lines_from_a_sequence_or_on_a_subject(js, nats_server):
+    js.create_stream(name="CLI_BATCH", subjects=["cli.batch.*"], storage="memory", allow_direct=True)
+    for i in range(6):
+        js.publish(f"cli.batch.{'ab'[i % 2]}", f"m{i}", headers={"N": str(i)} if i == 1 else None)
+    docs = json_lines(cli("stream", "get", "CLI_BATCH", "--batch", "4", "--json", server=nats_server))
+    assert [(d["stream"], d["seq"], d["subject"], d["data"]) for d in docs] == [
+        ("CLI_BATCH", 1, "cli.batch.a", "m0"), ("CLI_BATCH", 2, "cli.batch.b", "m1"),
+        ("CLI_BATCH", 3, "cli.batch.a", "m2"), ("CLI_BATCH", 4, "cli.batch.b", "m3")]
+    assert docs[1]["headers"] == {"N": ["1"]} and docs[0]["headers"] == {}
+    assert docs[0]["time"] == jss.config.format_time(js.stream("CLI_BATCH").get_msg(1).time)  # the server's text
+    by_subject = json_lines(cli("stream", "get", "CLI_BATCH", "3", "--batch", "10", "--subject", "cli.batch.b",
+                                "--json", server=nats_server))
+    assert [d["seq"] for d in by_subject] == [4, 6]
+    assert [d["seq"] for d in json_lines(cli("stream", "get", "CLI_BATCH", "--batch", "2", "--seq", "5", "--json",
+                                             server=nats_server))] == [5, 6]
+    human = ok(cli("stream", "get", "CLI_BATCH", "--batch", "2", "--seq", "2", server=nats_server))
+    assert human.startswith("[CLI_BATCH #2] cli.batch.b") and "N: 1" in human and "[CLI_BATCH #3] cli.batch.a" in human
+    fails(cli("stream", "get", "CLI_BATCH", "--batch", "5", "--seq", "7", server=nats_server), 3,
+          "no messages from sequence 7 in stream 'CLI_BATCH'")
+
+
+def test_get_last_for_several_subjects_prints_the_last_of_each(js, nats_server):
+    js.create_stream(name="CLI_LAST", subjects=["cli.last.*"], storage="memory", allow_direct=True)
+    for s in ("a", "b", "a", "c"):
+        js.publish(f"cli.last.{s}", s)
+    docs = json_lines(cli("stream", "get", "CLI_LAST", "--last-for", "cli.last.a", "cli.last.b", "--json",
+                          server=nats_server))
+    assert [(d["seq"], d["subject"]) for d in docs] == [(2, "cli.last.b"), (3, "cli.last.a")]
+    docs = json_lines(cli("stream", "get", "CLI_LAST", "--last-for", "cli.last.*", "--batch", "2", "--json",
+                          server=nats_server))
+    assert [d["seq"] for d in docs] == [2, 3]
+    one = as_json(cli("stream", "get", "CLI_LAST", "--last-for", "cli.last.a", "--json", server=nats_server))
+    assert one["seq"] == 3  # one subject without --batch: the single get, as before
+    fails(cli("stream", "get", "CLI_LAST", "--last-for", "cli.last.x", "cli.last.y", server=nats_server), 3,
+          "no messages on 'cli.last.x', 'cli.last.y'")
+
+
+def test_get_batch_usage_and_a_stream_without_direct_gets(js, nats_server):
+    js.create_stream(name="CLI_NODIRECT", subjects=["cli.nodirect"], storage="memory")
+    js.publish("cli.nodirect", b"x")
+    fails(cli("stream", "get", "CLI_NODIRECT", "--batch", "5", server=nats_server), 1,
+          "does not allow direct gets.*stream edit CLI_NODIRECT --allow-direct")
+    fails(cli("stream", "get", "CLI_NODIRECT", "--subject", "cli.nodirect", server=nats_server), 2,
+          "--seq and --subject go with --batch")
+    fails(cli("stream", "get", "CLI_NODIRECT", "1", "--seq", "1", "--batch", "2", server=nats_server), 2,
+          "as SEQ or as --seq")
+    fails(cli("stream", "get", "CLI_NODIRECT", "--last-for", "a", "--subject", "b", "--batch", "2",
+              server=nats_server), 2, "--last-for reads the last message")
+    fails(cli("stream", "get", "CLI_NODIRECT", "--batch", "0", server=nats_server), 2, "--batch")
+
 def test_rmm_deletes_one_message_and_a_missing_one_exits_3(js, nats_server):
     js.create_stream(name="CLI_RMM", subjects=["cli.rmm"], storage="memory")
     for _ in range(3):

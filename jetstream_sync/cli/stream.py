@@ -116,12 +116,25 @@ def _register_rmm_get_rm(cmds: Any, common: argparse.ArgumentParser) -> None:
     force_flag(rmm)
     rmm.set_defaults(handler=cmd_rmm)
 
-    get = cmds.add_parser("get", parents=[common], help="read one message",
-                          description="Read the message at SEQ, or the last one on --last-for SUBJECT.")
+    get = cmds.add_parser("get", parents=[common], help="read one message, or many with --batch",
+                          description="Read the message at SEQ, or the last one on --last-for SUBJECT. With "
+                                      "--batch N, read up to N messages in stream order (from SEQ or --seq, else "
+                                      "from the first; only those on --subject when given) in as few requests as "
+                                      "the server allows; several --last-for (or --batch with --last-for) read the "
+                                      "last message of each subject. Reading several needs a stream that allows "
+                                      "direct gets and nats-server 2.11. With --json, one JSON document per line.")
     get.add_argument("stream", metavar="NAME", help="the stream holding the message")
     get.add_argument("seq", metavar="SEQ", nargs="?", type=int_at_least(1),
-                     help="the message's stream sequence (or give --last-for)")
-    get.add_argument("--last-for", metavar="SUBJECT", help="the last message on this subject")
+                     help="the message's stream sequence (or give --last-for); with --batch, the first to read")
+    get.add_argument("--last-for", metavar="SUBJECT", action="extend", nargs="+",
+                     help="the last message on this subject; several subjects (wildcards allowed) read the last "
+                          "of each, in stream order")
+    get.add_argument("--batch", metavar="N", type=int_at_least(1),
+                     help="read up to N messages (with --last-for: at most N subjects' last messages)")
+    get.add_argument("--seq", dest="from_seq", metavar="SEQ", type=int_at_least(1),
+                     help="with --batch: start at this sequence (as SEQ does)")
+    get.add_argument("--subject", metavar="SUBJECT", help="with --batch: only messages on this subject (wildcards "
+                                                          "allowed)")
     get.set_defaults(handler=cmd_get)
 
     rm = cmds.add_parser("rm", parents=[common], help="delete a stream",
@@ -477,20 +490,59 @@ def cmd_rmm(args: argparse.Namespace, session: Session, out: Output) -> int:
 
 
 def cmd_get(args: argparse.Namespace, session: Session, out: Output) -> int:
-    """``stream get NAME SEQ`` or ``stream get NAME --last-for SUBJECT``: print one message."""
-    if (args.seq is None) == (args.last_for is None):
+    """``stream get NAME SEQ`` or ``stream get NAME --last-for SUBJECT``: print one message; with
+    ``--batch N`` (or several ``--last-for``), print many, read with batch direct gets."""
+    last_for = args.last_for or []
+    if args.batch is not None or len(last_for) > 1:
+        return _get_many(args, session, out, last_for)
+    if args.from_seq is not None or args.subject is not None:
+        raise UsageError("stream get: --seq and --subject go with --batch N")
+    if (args.seq is None) == (not last_for):
         raise UsageError("stream get: give either SEQ or --last-for SUBJECT")
     stream = _stream(session.js(), args.stream)
     try:
-        msg = stream.get_msg(args.seq) if args.seq is not None else stream.get_last_msg(args.last_for)
+        msg = stream.get_msg(args.seq) if args.seq is not None else stream.get_last_msg(last_for[0])
     except jss.MessageNotFoundError:
-        where = f"at sequence {args.seq}" if args.seq is not None else f"on subject {args.last_for!r}"
+        where = f"at sequence {args.seq}" if args.seq is not None else f"on subject {last_for[0]!r}"
         raise NotFound(f"no message {where} in stream {stream.name!r}") from None
     if out.json:
         out.emit(message_dict(stream=stream.name, seq=msg.seq, time=msg.time, subject=msg.subject,
                               data=msg.data, headers=msg.headers))
     else:
         print_message(out, f"{stream.name} #{msg.seq}", msg.subject, msg.headers, msg.data, msg.time)
+    return 0
+
+
+def _get_many(args: argparse.Namespace, session: Session, out: Output, last_for: list[str]) -> int:
+    """``stream get NAME --batch N [SEQ | --seq N] [--subject S]`` or ``--last-for S...``: print each
+    message as it is read (JSON: one document per line)."""
+    if args.seq is not None and args.from_seq is not None:
+        raise UsageError("stream get: give the first sequence once, as SEQ or as --seq")
+    start = args.seq if args.seq is not None else args.from_seq
+    if last_for and (start is not None or args.subject is not None):
+        raise UsageError("stream get: --last-for reads the last message of each subject; SEQ, --seq and "
+                         "--subject go with --batch alone")
+    stream = _stream(session.js(), args.stream)
+    if not stream.cached_info.config.allow_direct:
+        raise CommandError(f"stream {stream.name!r} does not allow direct gets, which reading several messages "
+                           f"needs: allow them with `jetstream-sync stream edit {stream.name} --allow-direct -f`")
+    if last_for:
+        msgs = stream.get_last_for(last_for, batch=args.batch)
+        where = f"on {', '.join(repr(s) for s in last_for)}"
+    else:
+        msgs = stream.get_batch(args.batch, seq=start, subject=args.subject)
+        where = (f"from sequence {start}" if start is not None else "") + \
+            (f" on subject {args.subject!r}" if args.subject is not None else "")
+    count = 0
+    for msg in msgs:
+        count += 1
+        if out.json:
+            out.json_line(message_dict(stream=stream.name, seq=msg.seq, time=msg.time, subject=msg.subject,
+                                       data=msg.data, headers=msg.headers))
+        else:
+            print_message(out, f"{stream.name} #{msg.seq}", msg.subject, msg.headers, msg.data, msg.time)
+    if not count:
+        raise NotFound(f"no messages {where.strip() + ' ' if where.strip() else ''}in stream {stream.name!r}")
     return 0
 
 
