@@ -113,6 +113,23 @@ def check_key(key: Any, *, wildcards: bool = False, name: str = "key") -> str:
     return key
 
 
+def optional_seconds(value: Any, name: str, minimum: float = 0.0) -> float | None:
+    """A duration option (seconds or a timedelta) of at least ``minimum``; None (or 0) for unset."""
+    seconds = to_seconds(value, name)
+    if seconds is not None and seconds < minimum:
+        raise ValueError(f"{name} must be at least {minimum:g} seconds, got {value!r}")
+    return seconds or None
+
+
+def optional_limit(value: Any, name: str) -> int | None:
+    """A size limit option: a positive int, or -1 / None for unlimited (None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1 and value != -1:
+        raise ValueError(f"{name} must be a positive int (or -1 or None: unlimited), got {value!r}")
+    return None if value == -1 else int(value)
+
+
 def validate_consumer_name(name: object, field: str = "name") -> str:
     """Check a consumer (or durable) name as nats-server does; return it."""
     return _check_name(name, field)

@@ -301,9 +301,10 @@ class BucketExistsError(StreamNameInUseError):
         return f"{kind} {name!r} exists with another configuration"
 
 
-class KeyExistsError(StreamWrongLastSequenceError):
-    """``kv.create()`` found a value for the key (not a delete or purge marker). ``bucket`` and ``key``
-    name it; ``code`` and ``err_code`` are the server's (10071, or 10164 on a replicated bucket)."""
+class _OnAKey:
+    """``bucket`` and ``key`` of an error about a write to a key-value subject (``$KV.<bucket>.<key>``)."""
+
+    subject: str | None
 
     @property
     def bucket(self) -> str | None:
@@ -312,22 +313,19 @@ class KeyExistsError(StreamWrongLastSequenceError):
     @property
     def key(self) -> str | None:
         return _kv_key(self.subject)[1]
+
+
+class KeyExistsError(_OnAKey, StreamWrongLastSequenceError):
+    """``kv.create()`` found a value for the key (not a delete or purge marker). ``bucket`` and ``key``
+    name it; ``code`` and ``err_code`` are the server's (10071, or 10164 on a replicated bucket)."""
 
     def _what(self) -> str:
         return f"key {self.key!r} already exists in bucket {self.bucket!r}"
 
 
-class KeyRevisionMismatchError(StreamWrongLastSequenceError):
+class KeyRevisionMismatchError(_OnAKey, StreamWrongLastSequenceError):
     """``kv.update()`` (or a ``delete``/``purge`` with ``last=``) found another last revision of the key.
     ``bucket`` and ``key`` name it; ``code`` and ``err_code`` are the server's."""
-
-    @property
-    def bucket(self) -> str | None:
-        return _kv_key(self.subject)[0]
-
-    @property
-    def key(self) -> str | None:
-        return _kv_key(self.subject)[1]
 
     def _what(self) -> str:
         return f"key {self.key!r} of bucket {self.bucket!r} is not at the revision given: {self.description}"

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import attrs
 
 from . import _html, errors
-from ._codec import check_bucket, check_key
+from ._codec import check_bucket, check_key, optional_limit, optional_seconds
 from ._protocol import DEFAULT, Timeout
 from ._publish import ttl_header
 from ._time import to_seconds
@@ -48,27 +48,12 @@ DUPLICATE_WINDOW = 120.0
 
 
 
-def _optional_seconds(value: Any, name: str, minimum: float = 0.0) -> float | None:
-    seconds = to_seconds(value, name)
-    if seconds is not None and seconds < minimum:
-        raise ValueError(f"{name} must be at least {minimum:g} seconds, got {value!r}")
-    return seconds or None
-
-
 def _history(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"history must be an int, got {type(value).__name__}")
     if not 1 <= value <= MAX_HISTORY:
         raise ValueError(f"history must be 1..{MAX_HISTORY} values kept per key, got {value}")
     return int(value)
-
-
-def _limit(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1 and value != -1:
-        raise ValueError(f"{name} must be a positive int (or -1 or None: unlimited), got {value!r}")
-    return None if value == -1 else int(value)
 
 
 def _source_of(value: Any, name: str) -> StreamSource | None:
@@ -94,11 +79,11 @@ class KeyValueConfig:
     #: Values kept per key (1..64).
     history: int = attrs.field(default=1, converter=_history)
     #: Seconds a value lives (None: for ever); the stream's max_age.
-    ttl: float | None = attrs.field(default=None, converter=lambda v: _optional_seconds(v, "ttl"))
+    ttl: float | None = attrs.field(default=None, converter=lambda v: optional_seconds(v, "ttl"))
     #: Largest value in bytes (None: the server's limit).
-    max_value_size: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_value_size"))
+    max_value_size: int | None = attrs.field(default=None, converter=lambda v: optional_limit(v, "max_value_size"))
     #: Largest bucket in bytes (None: unlimited).
-    max_bytes: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_bytes"))
+    max_bytes: int | None = attrs.field(default=None, converter=lambda v: optional_limit(v, "max_bytes"))
     storage: StorageType = attrs.field(default=StorageType.FILE,
                                        converter=lambda v: StorageType.FILE if v is None else StorageType(v))
     replicas: int = attrs.field(default=1, validator=attrs.validators.and_(attrs.validators.instance_of(int),
@@ -109,7 +94,7 @@ class KeyValueConfig:
     republish: RePublish | None = None
     #: Seconds a marker left by a per-key TTL or by ``ttl`` is kept (ADR-48; >= 1 s; servers 2.11+).
     limit_marker_ttl: float | None = attrs.field(default=None,
-                                                 converter=lambda v: _optional_seconds(v, "limit_marker_ttl", 1.0))
+                                                 converter=lambda v: optional_seconds(v, "limit_marker_ttl", 1.0))
     #: Another bucket this one mirrors (read-only): a bucket name or a StreamSource of ``KV_<name>``.
     mirror: StreamSource | None = attrs.field(default=None, converter=lambda v: _source_of(v, "mirror"))
     #: Buckets this one sources from.

@@ -14,7 +14,6 @@ import collections
 import concurrent.futures
 import hashlib
 import io
-import numbers
 import os
 import pathlib
 import stat
@@ -24,10 +23,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import attrs
 
 from . import _html, errors
-from ._codec import check_bucket
+from ._codec import check_bucket, optional_limit, optional_seconds
 from ._headers import Headers
 from ._protocol import DEFAULT, Timeout
-from ._time import Timestamp, to_seconds
+from ._time import Timestamp
 from .config import DiscardPolicy, Placement, StorageType, StoreCompression, StreamConfig, StreamInfo
 from .kv_watch import KeyWatcher, watch_config
 from .message import Msg
@@ -54,9 +53,9 @@ class ObjectStoreConfig:
     bucket: str = attrs.field(validator=lambda _i, _a, v: check_bucket(v))
     description: str | None = None
     #: Seconds an object lives (None: for ever); the stream's max_age.
-    ttl: float | None = attrs.field(default=None, converter=lambda v: _seconds(v, "ttl"))
+    ttl: float | None = attrs.field(default=None, converter=lambda v: optional_seconds(v, "ttl"))
     #: Largest store in bytes (None: unlimited).
-    max_bytes: int | None = attrs.field(default=None, converter=lambda v: _limit(v, "max_bytes"))
+    max_bytes: int | None = attrs.field(default=None, converter=lambda v: optional_limit(v, "max_bytes"))
     storage: StorageType = attrs.field(default=StorageType.FILE,
                                        converter=lambda v: StorageType.FILE if v is None else StorageType(v))
     replicas: int = attrs.field(default=1, validator=attrs.validators.and_(attrs.validators.instance_of(int),
@@ -74,21 +73,6 @@ class ObjectStoreConfig:
             storage=self.storage, num_replicas=self.replicas, placement=self.placement,
             discard=DiscardPolicy.NEW, allow_rollup_hdrs=True, allow_direct=True,
             compression=StoreCompression.S2 if self.compression else StoreCompression.NONE, metadata=self.metadata)
-
-
-def _seconds(value: Any, name: str) -> float | None:
-    seconds = to_seconds(value, name)
-    if seconds is not None and seconds < 0:
-        raise ValueError(f"{name} must be seconds >= 0 or a timedelta, got {value!r}")
-    return seconds or None
-
-
-def _limit(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1 and value != -1:
-        raise ValueError(f"{name} must be a positive int (or -1 or None: unlimited), got {value!r}")
-    return None if value == -1 else int(value)
 
 
 def object_stream_config(config: ObjectStoreConfig | Mapping[str, Any] | None, bucket: str | None,
