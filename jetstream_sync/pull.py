@@ -287,7 +287,7 @@ class PullCredit:
     pending and delivered counts are its own, written without a lock), readers take (under the lock)."""
 
     __slots__ = ("_opts", "_lock", "pending_msgs", "pending_bytes", "delivered_msgs", "delivered_bytes",
-                 "taken_msgs", "taken_bytes", "scheduled", "wait_for_empty")
+                 "taken_msgs", "taken_bytes", "scheduled", "largest", "room_needed")
 
     def __init__(self, opts: ConsumeOptions) -> None:
         self._opts = opts
@@ -300,8 +300,12 @@ class PullCredit:
         self.taken_bytes = 0
         #: A refill was asked of the loop thread and has not run yet.
         self.scheduled = False
-        #: A message did not fit the free bytes: request again only once the buffer is empty.
-        self.wait_for_empty = False
+        #: The largest message delivered so far (bytes).
+        self.largest = 0
+        #: A message did not fit the room its request had left: the next request must offer at least
+        #: this many bytes (the larger of the largest message seen and that room + 1), or wait for an
+        #: empty buffer. 0 when no such wait is on. A smaller request would end the same way at once.
+        self.room_needed = 0
 
     @property
     def buffered_msgs(self) -> int:
@@ -327,6 +331,8 @@ class PullCredit:
         self.pending_bytes = pending if pending > 0 else 0
         self.delivered_msgs += 1
         self.delivered_bytes += size
+        if size > self.largest:
+            self.largest = size
         return self._due()
 
     def taken(self, size: int, count: int = 1) -> bool:
@@ -356,11 +362,11 @@ class PullCredit:
             credit = self.pending_bytes + self.buffered_bytes
             if credit > opts.threshold_bytes or credit >= opts.max_bytes:  # type: ignore[operator]
                 return None
-            if self.wait_for_empty:
-                if self.buffered_bytes > 0:
+            max_bytes = opts.max_bytes - credit  # type: ignore[operator]
+            if self.room_needed:
+                if max_bytes < self.room_needed and self.buffered_bytes > 0:
                     return None
-                self.wait_for_empty = False
-            max_bytes = opts.max_bytes - credit
+                self.room_needed = 0
             self.pending_bytes += max_bytes
             return BYTES_BATCH, max_bytes
 
@@ -387,8 +393,8 @@ class PullCredit:
     def too_big(self, left: int | None = None) -> bool:
         """A request ended because its next message is bigger than the ``left`` bytes it still had room
         for (None: the server did not say). True when the message cannot be delivered at all: ``left``
-        was the whole budget (not said: the buffer is empty already); else the next request waits for an
-        empty buffer. A request asked for while others were in flight has less than the budget, so an
+        was the whole budget (not said: the buffer is empty already); else the next request waits until it
+        can offer more than ``left`` and at least the largest message seen, or the buffer is empty. A request asked for while others were in flight has less than the budget, so an
         empty buffer alone does not make a message too big."""
         budget = self._opts.max_bytes
         with self._lock:
@@ -396,7 +402,7 @@ class PullCredit:
                 hopeless = left >= budget
             else:
                 hopeless = self.buffered_bytes <= 0
-            self.wait_for_empty = not hopeless
+            self.room_needed = 0 if hopeless else max(self.largest, (left or 0) + 1)
             return hopeless
 
 
@@ -593,9 +599,9 @@ class ContinuousPull:
             return
         if kind is Status.END:
             if self._opts.max_bytes is not None and "exceeds maxbytes" in hdrs.get("Description", "").lower():
-                # The next message is bigger than the free byte credit. Wait for
-                # the buffer to empty and pull the whole budget; if even that
-                # is too small, say so and back off instead of spinning.
+                # The next message is bigger than the room its request had left.
+                # Pull again once a request can hold it (or the buffer is empty);
+                # if even the whole budget is too small, say so and back off.
                 if self._credit.too_big(int(pb) if pb is not None else None):
                     self._sink(Warning_(errors.JetStreamError(
                         f"a message is larger than max_bytes ({self._opts.max_bytes}); it cannot be delivered")))

@@ -121,6 +121,37 @@ def test_a_pull_ending_with_too_little_room_left_while_a_refill_is_out_is_not_a_
     assert credit.too_big(1000)  # the whole budget had no room for it: it can never be delivered
 
 
+def test_a_pull_ending_with_too_little_room_asks_again_once_a_request_can_hold_the_message():
+    # Messages of 300 B, a budget of 1000: a pull fits three and ends with 100 B to spare. The next
+    # request need not wait for the reader to empty the buffer (a slow reader would then stall the
+    # server for a whole buffer); it goes as soon as it can offer room for one more message.
+    credit = PullCredit(consume_options(max_bytes=1000))  # threshold 500 bytes
+    assert credit.next_request() == (BYTES_BATCH, 1000)
+    for _ in range(3):
+        credit.delivered(300)
+    credit.cancelled(0, 100)  # "message size exceeds maxbytes", 100 B unused
+    assert not credit.too_big(100)
+    assert credit.taken(300) is False  # credit 600: above the threshold
+    assert credit.next_request() is None
+    assert credit.taken(300) is True  # credit 300: due, and 700 B of room hold the next message
+    assert credit.next_request() == (BYTES_BATCH, 700)
+
+
+def test_a_request_too_small_for_the_message_that_did_not_fit_waits():
+    # A budget of 1000 with threshold 900: a refill of 150 B could not hold the 300 B messages seen.
+    credit = PullCredit(consume_options(max_bytes=1000, threshold_bytes=900))
+    assert credit.next_request() == (BYTES_BATCH, 1000)
+    for _ in range(3):
+        credit.delivered(300)
+    credit.cancelled(0, 100)
+    assert not credit.too_big(100)
+    credit.taken(50)  # credit 850: due, but only 150 B of room
+    assert credit.next_request() is None
+    credit.taken(250)  # credit 600: 400 B of room hold a message
+    assert credit.next_request() == (BYTES_BATCH, 400)
+    assert credit.room_needed == 0  # the wait is over
+
+
 # --- the push flow-control ledger (ADR-15): answered once everything before it was taken -------------
 
 
