@@ -25,13 +25,13 @@ from ._headers import Headers, decode_headers
 from ._loop import WAKE_INTERVAL
 from ._protocol import DEFAULT, Timeout, pub_command
 from ._retry import RetryPolicy
-from ._time import time_from_parts, times_from_parts
+from ._time import nanos_from_parts, time_from_parts, times_from_parts
 from .api import ApiPrefix, decode
 from .config import StoredMsg, parse_time
 
 from ._connection import Connection, Listener, translate
 
-__all__ = ["BATCH_PER_REQUEST", "BYTES_PER_REQUEST", "DirectBatch", "JsApi"]
+__all__ = ["BATCH_PER_REQUEST", "BYTES_PER_REQUEST", "ColumnRun", "DirectBatch", "JsApi"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,10 @@ class JsApi:
         have = self._conn.api_level
         if have < level:
             raise errors.FeatureNotSupportedError(feature, version, level, self._conn.server_version)
+
+    def supports(self, level: int) -> bool:
+        """Whether the server connected to is at JetStream API ``level`` or above. No I/O."""
+        return self._conn.api_level >= level
 
     def resolve_timeout(self, timeout: Timeout) -> float | None:
         """:data:`DEFAULT` (not given) means the context's default; None means no limit."""
@@ -328,6 +332,37 @@ def _size(data: bytes, raw: bytes) -> int:
         start = raw.find(_SUBJECT) + len(_SUBJECT)
         return raw.find(b"\r\n", start) - start + len(data)
     return _stored(data, raw)[1]
+
+
+class ColumnRun(NamedTuple):
+    """Messages read together, as columns (in stream order): sequences, subjects, payloads, the times
+    they were stored (integer nanoseconds since the Unix epoch) and their stored headers (None for
+    each message without; ``headers`` itself is None when no message of the run has any)."""
+
+    seqs: list[int]
+    subjects: list[str]
+    datas: list[bytes]
+    times_ns: list[int]
+    headers: list[Headers | None] | None
+
+
+def _columns(datas: list[bytes], raws: list[bytes]) -> ColumnRun:
+    """A run of raw batch direct get replies as columns."""
+    blocks = b"".join(raws)
+    if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
+        found = _BARE.findall(blocks)
+        if found and len(found) == len(raws):
+            subjects, seqs, seconds, fractions = zip(*found)
+            return ColumnRun(list(map(int, seqs)), list(map(bytes.decode, subjects)), datas,
+                             nanos_from_parts(seconds, fractions), None)
+    out = ColumnRun([], [], datas, [], [])
+    for raw, data in zip(raws, datas):
+        msg = _stored(data, raw)[0]
+        out.seqs.append(msg.seq)
+        out.subjects.append(msg.subject)
+        out.times_ns.append(msg.time.timestamp_ns() if msg.time is not None else 0)  # type: ignore[attr-defined]
+        out.headers.append(msg.headers)  # type: ignore[union-attr]
+    return out
 
 
 class _Request(Listener):
@@ -658,14 +693,18 @@ class DirectBatch:
             self._finished = True
             self._error = item.error
 
-    def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
-        """Messages of one run of raw replies, in order; tells the chain how far reading has got."""
+    def _reached(self, run: tuple[list[bytes], list[bytes]]) -> None:
+        """Reading has got to ``run`` (all before it was read): tell the chain, which may send on."""
         chain = self._chain
-        chain.taken = self._made  # all read but this run: it is made while the ready ones are empty
-        datas, raws = run
-        self._made += len(datas)
+        chain.taken = self._made
+        self._made += len(run[0])
         if chain.waiting:
             self._call(chain.room)
+
+    def _make(self, run: tuple[list[bytes], list[bytes]]) -> list[StoredMsg]:
+        """Messages of one run of raw replies, in order; tells the chain how far reading has got."""
+        self._reached(run)  # all read but this run: it is made while the ready ones are empty
+        datas, raws = run
         blocks = b"".join(raws)
         if blocks.count(b"\r\n") == _BARE_CRLF * len(raws):  # no stored headers in the run: one match reads all
             found = _BARE.findall(blocks)
@@ -683,6 +722,32 @@ class DirectBatch:
             else:
                 out.append(_stored(data, raw)[0])
         return out
+
+    def column_runs(self) -> Iterator["ColumnRun"]:
+        """The messages as :class:`ColumnRun` s, one per run of replies the loop read together, in
+        order: columns without a ``StoredMsg`` per message (what an Arrow read wants). Blocks and raises
+        as iteration does; use instead of iterating, not after it. Ends when the batch read does."""
+        backlog = self._backlog
+        if not self._started:
+            self._started = True
+            self._call(self._chain.start)
+        while True:
+            self._drain()
+            if backlog:
+                run = backlog.popleft()
+                self._reached(run)
+                yield _columns(*run)
+                continue
+            if self._finished:
+                err, self._error = self._error, None
+                if err is not None:
+                    raise err
+                return
+            try:
+                self._take(self._wait())
+            except BaseException:
+                self.close()  # KeyboardInterrupt: leave nothing listening
+                raise
 
     def _stop(self, err: BaseException | None) -> None:
         """End here (with ``err``, raised once what was received before it is yielded): the chain stops."""

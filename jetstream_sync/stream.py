@@ -16,6 +16,7 @@ from .config import ConsumerConfig, ConsumerInfo, StoredMsg, StreamInfo, format_
 from .consumer import Consumer
 from .events import EventStream, open_events
 from .push_consumer import PushConsumer
+from .ranges import RangeSpec, iter_batches, to_arrow, to_pandas
 
 __all__ = ["Stream"]
 
@@ -145,6 +146,61 @@ class Stream:
             max_bytes = _check_seq(max_bytes, "max_bytes")
         return self._batch("a batch direct get (get_batch)", first, multi=False, total=total, max_bytes=max_bytes,
                            timeout=timeout)
+
+    def iter_batches(self, start: int | None = None, end: int | None = None, *, subject: str | None = None,
+                     start_time: datetime | None = None, end_time: datetime | None = None,
+                     batch_size: int = 10_000, decode: str | None = None,
+                     timeout: Timeout = DEFAULT) -> Iterator[Any]:
+        """The stored messages with ``start <= seq < end``, as ``pyarrow.RecordBatch`` es of up to
+        ``batch_size`` rows, in stream order (needs the ``jetstream-sync[arrow]`` extra).
+
+        ``start`` None is the first message, ``end`` None the last sequence when this call is made
+        (``end`` is exclusive, as the Spark source's ``endingOffsets``). ``start_time`` /
+        ``end_time`` (aware datetimes) keep the messages stored at ``start_time <= t < end_time``
+        (``start_time`` instead of ``start``); ``subject`` keeps those on that subject (wildcards
+        allowed). Deleted messages and gaps are skipped.
+
+        Columns: ``subject`` string, ``data`` binary, ``headers`` map<string, list<string>> (empty when
+        none), ``stream`` string, ``seq`` int64, ``timestamp`` timestamp[ns, UTC] (the server's exact
+        time), ``msg_id`` string (null when none). ``decode="utf-8"`` makes ``data`` a string column;
+        ``decode="json"`` adds the top-level keys of each payload (a JSON object) as columns (a key
+        named like a column above becomes ``data.<key>``; the keys of each batch are those its rows have).
+
+        Blocks on one request now (the stream's info: it fixes an open ``end``); iterating blocks the
+        calling thread on batch direct gets (no consumer) when the stream allows them, else on one
+        ordered consumer deleted when the read ends; nothing is left on the server. Memory is bounded
+        by ``batch_size`` whatever the range. No callbacks.
+
+        Raises, before anything is sent: ``ValueError``/``TypeError`` naming a bad argument,
+        ``ImportError`` naming the extra without pyarrow. While iterating: ``ValueError`` naming the
+        sequence of a payload ``decode`` cannot read, ``TimeoutError``, ``ClientClosedError``,
+        ``APIError``.
+        """
+        spec = RangeSpec.checked(start, end, subject=subject, start_time=start_time, end_time=end_time,
+                                 batch_size=batch_size, decode=decode)
+        self._js._jsapi.resolve_timeout(timeout)
+        return iter_batches(self, spec, timeout)
+
+    def to_arrow(self, start: int | None = None, end: int | None = None, *, subject: str | None = None,
+                 start_time: datetime | None = None, end_time: datetime | None = None,
+                 batch_size: int = 10_000, decode: str | None = None, timeout: Timeout = DEFAULT) -> Any:
+        """:meth:`iter_batches` read whole into one ``pyarrow.Table`` (an empty range is an empty table
+        with the same columns). Blocks until the range is read; raises as :meth:`iter_batches` does."""
+        spec = RangeSpec.checked(start, end, subject=subject, start_time=start_time, end_time=end_time,
+                                 batch_size=batch_size, decode=decode)
+        self._js._jsapi.resolve_timeout(timeout)
+        return to_arrow(self, spec, timeout)
+
+    def to_pandas(self, start: int | None = None, end: int | None = None, *, subject: str | None = None,
+                  start_time: datetime | None = None, end_time: datetime | None = None,
+                  batch_size: int = 10_000, decode: str | None = None, timeout: Timeout = DEFAULT) -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (``timestamp`` as ``datetime64[ns, UTC]``,
+        ``headers`` as dicts). Blocks until the range is read; raises as :meth:`iter_batches` does, and
+        ``ImportError`` naming the extra without pandas."""
+        spec = RangeSpec.checked(start, end, subject=subject, start_time=start_time, end_time=end_time,
+                                 batch_size=batch_size, decode=decode)
+        self._js._jsapi.resolve_timeout(timeout)
+        return to_pandas(self, spec, timeout)
 
     def get_last_for(self, subjects: str | Iterable[str], *, up_to_seq: int | None = None,
                      up_to_time: datetime | None = None, batch: int | None = None,

@@ -19,8 +19,8 @@ ROOT = pathlib.Path(jetstream_sync.__file__).parent
 SETUP_CFG = ROOT.parent / "setup.cfg"
 
 #: What may be imported inside a function: optional dependencies, or a module that pulls one in
-#: (the HTML views, pyspark and pyarrow, the Spark data source, tqdm's notebook-aware bar).
-LATE_IMPORTS_ALLOWED = {"_html", "pyspark", "pyarrow", "datasource", "tqdm"}
+#: (the HTML views, pyspark, pyarrow and pandas, the Spark data source, tqdm's notebook-aware bar).
+LATE_IMPORTS_ALLOWED = {"_html", "pyspark", "pyarrow", "pandas", "datasource", "tqdm"}
 #: The command line also loads the client (nats-py, asyncio), the embedded server, attrs, ssl and the name
 #: rules (_codec: bucket names and keys checked while parsing) only in the commands that use them, so
 #: `--help` and a usage error start fast. It is the top layer: nothing imports it, so a late import there
