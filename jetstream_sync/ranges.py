@@ -216,9 +216,8 @@ def _runs(js: Any, stream: str, direct: bool, replicated: bool, spec: RangeSpec,
             cut = len(seqs)
             if seqs[-1] >= end:
                 cut = next(i for i, s in enumerate(seqs) if s >= end)
-            if end_ns is not None and run.times_ns[cut - 1 if cut else 0] >= end_ns:
+            if end_ns is not None and cut and run.times_ns[cut - 1] >= end_ns:
                 cut = next(i for i, t in enumerate(run.times_ns) if t >= end_ns)
-                end = min(end, seqs[cut]) if cut < len(seqs) else end
             if cut < len(seqs):
                 if cut:
                     yield _cut(run, cut)

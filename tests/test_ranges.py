@@ -19,6 +19,7 @@ import pytest
 
 import jetstream_sync as jss
 from jetstream_sync import _jsapi
+from jetstream_sync._time import nanos_from_parts, parse_time
 
 from conftest import assert_sends_nothing, publish_n
 
@@ -304,3 +305,20 @@ def test_a_replicated_stream_reads_whole_from_any_replica(nats_cluster, name, su
             js.delete_stream(name)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("seconds, fraction", [
+    (b"2026-05-01T10:11:12", b""), (b"2026-05-01T10:11:12", b"5"), (b"2026-05-01T10:11:12", b"000000001"),
+    (b"1999-12-31T23:59:59", b"123456789"), (b"2026-05-01T10:11:13", b"12"),
+])
+def test_server_times_become_exact_integer_nanoseconds(seconds, fraction):
+    text = (seconds + (b"." + fraction if fraction else b"") + b"Z").decode()
+    expected = parse_time(text).timestamp_ns()
+    assert nanos_from_parts([seconds], [fraction]) == [expected]
+    assert nanos_from_parts([seconds, seconds], [fraction, b"9"]) == [expected, parse_time(
+        seconds.decode() + ".9Z").timestamp_ns()]
+
+
+def test_a_time_that_is_not_the_servers_is_refused():
+    with pytest.raises(ValueError, match="not a server time"):
+        nanos_from_parts([b"2026-05-01T10:11:12"], [b"12x"])
