@@ -157,8 +157,9 @@ class Stream:
         ``start`` None is the first message, ``end`` None the last sequence when this call is made
         (``end`` is exclusive, as the Spark source's ``endingOffsets``). ``start_time`` /
         ``end_time`` (aware datetimes) keep the messages stored at ``start_time <= t < end_time``
-        (``start_time`` instead of ``start``); ``subject`` keeps those on that subject (wildcards
-        allowed). Deleted messages and gaps are skipped.
+        (``start_time`` instead of ``start``; the read ends at the first message stored at or after
+        ``end_time``, as stream order is time order); ``subject`` keeps those on that subject
+        (wildcards allowed). Deleted messages and gaps are skipped.
 
         Columns: ``subject`` string, ``data`` binary, ``headers`` map<string, list<string>> (empty when
         none), ``stream`` string, ``seq`` int64, ``timestamp`` timestamp[ns, UTC] (the server's exact
