@@ -125,14 +125,14 @@ class ObjectReader(io.RawIOBase):
             msgs.stop()
 
     def readall(self) -> bytes:
-        """Every byte left, in one ``bytes`` (grown chunk by chunk, never copied whole per chunk)."""
+        """Every byte left, in one ``bytes`` (the chunks joined once at the end: one copy of the object)."""
         if self.closed:
             raise ValueError("I/O operation on a closed ObjectReader")
-        out = bytearray(self._chunk)
+        parts = [self._chunk.tobytes()] if self._chunk else []
         self._chunk = memoryview(b"")
         while self._left:
-            out += self._next_chunk()
-        return bytes(out)
+            parts.append(self._next_chunk())
+        return b"".join(parts)
 
     def close(self) -> None:
         """Stop reading; a consumer still running is deleted (without waiting for the server). Idempotent."""
