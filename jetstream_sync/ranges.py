@@ -12,6 +12,7 @@
 #         without them the call raises ``ImportError`` naming the extra. User-thread only.
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import time
@@ -211,19 +212,20 @@ def _runs(js: Any, stream: str, direct: bool, replicated: bool, spec: RangeSpec,
     last = 0
     retries = iter(_SHORT_READ_RETRIES if replicated and direct else ())
     while True:
-        for run in read(js, stream, spec, start, end, timeout):
-            seqs = run.seqs
-            cut = len(seqs)
-            if seqs[-1] >= end:
-                cut = next(i for i, s in enumerate(seqs) if s >= end)
-            if end_ns is not None and cut and run.times_ns[cut - 1] >= end_ns:
-                cut = next(i for i, t in enumerate(run.times_ns) if t >= end_ns)
-            if cut < len(seqs):
-                if cut:
-                    yield _cut(run, cut)
-                return
-            last = seqs[-1]
-            yield run
+        with contextlib.closing(read(js, stream, spec, start, end, timeout)) as runs:
+            for run in runs:
+                seqs = run.seqs
+                cut = len(seqs)
+                if seqs[-1] >= end:
+                    cut = next(i for i, s in enumerate(seqs) if s >= end)
+                if end_ns is not None and cut and run.times_ns[cut - 1] >= end_ns:
+                    cut = next(i for i, t in enumerate(run.times_ns) if t >= end_ns)
+                if cut < len(seqs):
+                    if cut:
+                        yield _slice(run, 0, cut)
+                    return
+                last = seqs[-1]
+                yield run
         if last >= end - 1:
             return
         # Ended short of the range's last sequence: its tail may be deleted, or a replica that had not
@@ -238,11 +240,6 @@ def _runs(js: Any, stream: str, direct: bool, replicated: bool, spec: RangeSpec,
             continue
         if start >= end:
             return
-
-
-def _cut(run: ColumnRun, n: int) -> ColumnRun:
-    return ColumnRun(run.seqs[:n], run.subjects[:n], run.datas[:n], run.times_ns[:n],
-                     None if run.headers is None else run.headers[:n])
 
 
 # -- columns into record batches ---------------------------------------------------------------
@@ -316,6 +313,7 @@ class _Builder:
 
 
 def _slice(run: ColumnRun, lo: int, hi: int) -> ColumnRun:
+    """The messages ``lo`` to ``hi`` (exclusive) of ``run``."""
     return ColumnRun(run.seqs[lo:hi], run.subjects[lo:hi], run.datas[lo:hi], run.times_ns[lo:hi],
                      None if run.headers is None else run.headers[lo:hi])
 
