@@ -21,11 +21,11 @@ SETUP_CFG = ROOT.parent / "setup.cfg"
 #: What may be imported inside a function: optional dependencies, or a module that pulls one in
 #: (the HTML views, pyspark, pyarrow and pandas, the Spark data source, tqdm's notebook-aware bar).
 LATE_IMPORTS_ALLOWED = {"_html", "pyspark", "pyarrow", "pandas", "datasource", "tqdm"}
-#: The command line also loads the client (nats-py, asyncio), the embedded server, attrs, ssl and the name
-#: rules (_codec: bucket names and keys checked while parsing) only in the commands that use them, so
-#: `--help` and a usage error start fast. It is the top layer: nothing imports it, so a late import there
-#: cannot hide a cycle.
-CLI_LATE_IMPORTS_ALLOWED = {"client", "server", "attrs", "ssl", "_codec"}
+#: The command line also loads the client (nats-py, asyncio), the embedded server, attrs, ssl, the name
+#: rules (_codec: bucket names and keys checked while parsing) and the range reader (ranges, for `stream
+#: export`) only in the commands that use them, so `--help` and a usage error start fast. It is the top
+#: layer: nothing imports it, so a late import there cannot hide a cycle.
+CLI_LATE_IMPORTS_ALLOWED = {"client", "server", "attrs", "ssl", "_codec", "ranges"}
 
 
 @pytest.mark.timeout(120)

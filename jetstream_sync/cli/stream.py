@@ -1,4 +1,5 @@
-# ``jetstream-sync stream add|ls|info|edit|cp|purge|rmm|get|rm``: stream management.
+# ``jetstream-sync stream add|ls|info|edit|cp|purge|rmm|get|export|rm``: stream management (``export``
+# lives in its own module, ``export``).
 # Every config flag writes to dest "cfg.<field>" with default SUPPRESS, so `edit` and `cp`
 # change exactly the fields given and keep the rest of the server's config.
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ._output import (
     print_message,
 )
 from ._errors import CommandError, NotFound
+from .export import register_export
 from ._prompt import ask, can_ask, checked, choice, confirm_or_force, force_flag, nonempty
 from ._session import Session
 
@@ -54,6 +56,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     _register_add_ls_info(cmds, common)
     _register_edit_cp_purge(cmds, common)
     _register_rmm_get_rm(cmds, common)
+    register_export(cmds, common)
 
 
 def _register_add_ls_info(cmds: Any, common: argparse.ArgumentParser) -> None:
