@@ -15,6 +15,9 @@
 # Rule 4: what the server does with a publish beyond storing it (deduplication, the expected_*
 #         checks, a TTL, membership of an atomic batch) is a header of that one publish, built by
 #         ``publish_headers`` and nowhere else.
+# Rule 5: a ``publish_async`` given a retry policy (one with a msg_id: the server drops a repeat) is
+#         sent again, the same bytes under a new token, when an attempt ends with a retriable error;
+#         it keeps its window slot through the backoff, and its future ends only with the last attempt.
 from __future__ import annotations
 
 import asyncio
@@ -31,6 +34,7 @@ from . import errors
 from ._headers import Headers, decode_headers
 from ._loop import BRIDGE_GRACE, Waiter
 from ._protocol import SMALL_PAYLOAD, VALID_SUBJECTS, check_int, prepare_pub, pub_command_parts
+from ._retry import RetryPolicy, log_retry, wait_before_retry
 from ._time import seconds_to_nanos, to_seconds
 from .config import PubAck, validate_stream_name
 
@@ -164,6 +168,9 @@ class PubAckFuture(concurrent.futures.Future):
     :class:`PubAck` only when ``result()`` is first called.
     """
 
+    #: A retried publish's (policy, PUB bytes before the reply subject, after it, the attempt under way).
+    _retry: tuple[RetryPolicy, bytes, bytes, int] | None = None
+
     def __init__(self) -> None:  # no super().__init__(): the Condition is made on first use
         self._state = PENDING
         self._result: Any = None
@@ -191,6 +198,8 @@ class PubAckFuture(concurrent.futures.Future):
     def _finish_raw(self, raw: bytes) -> None:
         """Resolve with an unparsed PubAck (loop thread)."""
         self._raw = raw
+        if self._retry is not None:
+            self._retry = None  # the message's bytes: not kept for as long as the caller keeps the future
         if "_condition" not in self.__dict__:
             _CONDITION_LOCK.acquire()  # not a with-block: this runs once per publish
             try:
@@ -209,6 +218,7 @@ class PubAckFuture(concurrent.futures.Future):
             pass  # cancelled by the caller
 
     def _fail(self, exc: BaseException) -> None:
+        self._retry = None
         try:
             self.set_exception(exc)
         except concurrent.futures.InvalidStateError:
@@ -326,11 +336,14 @@ class Publisher:
         return len(self._pending)
 
     def submit(self, head: bytes, tail: bytes, timeout: float, wait_slot: float | None,
-               subject: str = "") -> PubAckFuture:
+               subject: str = "", retry: RetryPolicy | None = None) -> PubAckFuture:
         """Take a window slot and queue ``head + reply + tail``; return its future.
 
         Blocks while the window is full, at most ``wait_slot`` seconds (None =
-        no bound), waking every 0.25 s.
+        no bound), waking every 0.25 s. With ``retry`` (only for a publish the
+        server deduplicates) an attempt that ends with a retriable error is sent
+        again per that policy, each attempt given ``timeout``; the future ends
+        with the PubAck or the last attempt's error.
 
         Raises TimeoutError (the window stayed full), ClientClosedError,
         RuntimeError on the loop thread.
@@ -343,6 +356,8 @@ class Publisher:
             self._ensure_started()
         pending = self._pending
         fut = PubAckFuture()
+        if retry is not None and retry.attempts > 1:
+            fut._retry = (retry, head, tail, 1)
         token = b"%d" % next(self._tokens)
         deadline = time.monotonic() + timeout
         lock = self._lock
@@ -511,22 +526,23 @@ class Publisher:
             hdrs = decode_headers(raw_headers)
             status = hdrs.get("Status") if hdrs else None
             if status == "503":
-                fut._fail(errors.NoRespondersError(
+                self._end(entry, errors.NoRespondersError(
                     f"no stream captures subject {subject!r}; create a stream with that subject or check the "
                     f"name (no responders; or JetStream is not enabled)", subject))
                 return
             if status and not data:
-                fut._fail(errors.JetStreamError(f"publish to {subject!r} failed with status {status} "
-                                                f"{hdrs.get('Description', '')}".strip()))
+                self._end(entry, errors.JetStreamError(f"publish to {subject!r} failed with status {status} "
+                                                       f"{hdrs.get('Description', '')}".strip()))
                 return
         if b'"error"' in data or not data.startswith(b"{"):
             try:
                 err = json.loads(data).get("error")
             except Exception as exc:  # a malformed reply must still end the future
-                fut._fail(errors.JetStreamError(f"unexpected reply to a publish to {subject!r} {data[:200]!r}: {exc}"))
+                self._end(entry, errors.JetStreamError(
+                    f"unexpected reply to a publish to {subject!r} {data[:200]!r}: {exc}"))
                 return
             if err:
-                fut._fail(errors.api_error_from(err, subject=subject))
+                self._end(entry, errors.api_error_from(err, subject=subject))
                 return
         fut._finish_raw(data)
 
@@ -537,7 +553,44 @@ class Publisher:
             return
         if self._blocked:
             self._space.set()
-        entry[0]._fail(exc)
+        self._end(entry, exc)
+
+    def _end(self, entry: tuple, exc: BaseException) -> None:
+        """(loop thread) Fail the publish of the window entry ``entry`` (already out of the window) with
+        ``exc``; but a ``publish_async`` whose retry policy allows another try on ``exc`` takes a new
+        token and slot now and is sent again after the policy's backoff (:meth:`_resend`)."""
+        fut = entry[0]
+        retry = fut._retry if type(fut) is PubAckFuture else None
+        if retry is not None and not self._closed and fut._state == PENDING:
+            policy, head, tail, attempt = retry
+            wait = wait_before_retry(policy, exc, attempt)
+            if wait is not None:
+                fut._retry = (policy, head, tail, attempt + 1)
+                token = b"%d" % next(self._tokens)
+                timeout = entry[3]
+                # Not checked against max_pending (the loop never waits): a caller may have taken the
+                # slot just freed, and the window holds one more until something resolves.
+                self._pending[token] = (fut, time.monotonic() + wait + timeout, entry[2], timeout)
+                log_retry(exc, attempt)
+                self._client.loop_thread.loop.call_later(wait, self._resend, token, head, tail)
+                return
+        fut._fail(exc)
+
+    def _resend(self, token: bytes, head: bytes, tail: bytes) -> None:
+        """(loop thread) Send a retried publish again under ``token``, unless it ended during the backoff
+        (the client closed) or its caller cancelled the future."""
+        entry = self._pending.get(token)
+        if entry is None:
+            return
+        if entry[0]._state != PENDING:  # cancelled: nobody waits for this PubAck
+            entry[0]._retry = None
+            if self._pending.pop(token, None) is not None and self._blocked:
+                self._space.set()
+            return
+        try:
+            self._client.write(head + self._prefix_b + token + tail, self, token)
+        except Exception as exc:  # the loop is closing: nothing will write it
+            self.fail(token, exc)
 
     def _start_sweeper(self) -> None:
         if self._sweeper is None:

@@ -4,15 +4,18 @@
 #         backoff with jitter, only errors whose ``retriable`` is true); callers
 #         decide *whether* a call is idempotent and opt in.
 # Rule 2: retries never hide a closed client or a bad argument.
+# Rule 3: a retry made on the loop thread (a ``publish_async`` with a msg_id) follows the same
+#         schedule, asked for one step at a time (``wait_before_retry``).
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any, Awaitable, Callable, TypeVar
 
 import attrs
 import tenacity
 
-__all__ = ["NO_RETRY", "RetryPolicy"]
+__all__ = ["NO_RETRY", "RetryPolicy", "log_retry", "wait_before_retry"]
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +28,14 @@ def _is_retriable(exc: BaseException) -> bool:
 
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
-    """How idempotent JetStream requests (info, lookups, get_msg, publish with msg_id) are retried.
+    """How idempotent JetStream requests (info, lookups, get_msg, publish and publish_async with msg_id)
+    are retried.
 
     ``attempts`` counts the first try (1 = no retry); between tries the wait
     grows exponentially from ``initial_backoff`` up to ``max_backoff`` seconds,
     with jitter. Only errors flagged ``retriable`` are retried: timeouts, no
-    responders (a leader election), 503 API errors, a full outbound buffer
-    while reconnecting.
+    responders (a leader election), 503 API errors, "duplicate message id is in
+    process" (``MsgIdInProcessError``), a full outbound buffer while reconnecting.
     """
 
     attempts: int = attrs.field(default=3)
@@ -89,9 +93,30 @@ class RetryPolicy:
         return await tenacity.AsyncRetrying(**self._schedule())(fn)
 
 
+def wait_before_retry(policy: RetryPolicy, exc: BaseException, attempt: int,
+                      jitter: float | None = None) -> float | None:
+    """The seconds to back off before trying again after ``exc`` ended try number ``attempt`` (from 1),
+    as ``policy.call`` would; None when ``exc`` is not retriable or the policy's attempts are spent.
+
+    ``jitter`` (0 to 1) picks the point in the jitter range; random when None. Pure otherwise, no I/O.
+    """
+    if attempt >= policy.attempts or not _is_retriable(exc):
+        return None
+    # tenacity's wait_exponential(multiplier=initial_backoff, max=max_backoff) + wait_random(0, initial_backoff)
+    try:
+        grown = min(policy.initial_backoff * 2 ** (attempt - 1), policy.max_backoff)
+    except OverflowError:
+        grown = policy.max_backoff
+    return max(0.0, grown) + policy.initial_backoff * (random.random() if jitter is None else jitter)
+
+
+def log_retry(exc: BaseException | None, attempt: int) -> None:
+    """Log one retry at INFO on the ``jetstream_sync`` logger: what ended try number ``attempt``."""
+    log.info("jetstream_sync: retrying after %r (attempt %d)", exc, attempt)
+
+
 def _log_retry(state: tenacity.RetryCallState) -> None:
-    exc = state.outcome.exception() if state.outcome else None
-    log.info("jetstream_sync: retrying after %r (attempt %d)", exc, state.attempt_number)
+    log_retry(state.outcome.exception() if state.outcome else None, state.attempt_number)
 
 
 #: A policy that never retries.

@@ -31,6 +31,7 @@ The tree::
     │   ├── MessageTTLInvalidError          10165  (a publish's ttl the server refuses)
     │   ├── MessageTTLDisabledError         10166  (a ttl on a stream without allow_msg_ttl)
     │   ├── CounterDisabledError            10168  (an increment to a stream without allow_msg_counter)
+    │   ├── MsgIdInProcessError             10158  (the msg_id's earlier publish is still being stored; retried)
     │   ├── BatchPublishError               10175, 10179, 10200  (an atomic batch refused: none of it stored)
     │   │   ├── BatchPublishNotEnabledError     10174  (a stream without allow_atomic)
     │   │   ├── BatchPublishIncompleteError     10176  (a message lost on the way, or 10 s idle)
@@ -111,6 +112,7 @@ __all__ = [
     "MessageNotFoundError",
     "MessageTTLDisabledError",
     "MessageTTLInvalidError",
+    "MsgIdInProcessError",
     "NoHeartbeatError",
     "NoRespondersError",
     "NoServersError",
@@ -374,6 +376,21 @@ class CounterDisabledError(APIError):
         return f"{_stream_of(self)} does not allow counters: create it with allow_msg_counter=True"
 
 
+class MsgIdInProcessError(APIError):
+    """A publish with a ``msg_id`` reached the stream while an earlier publish with the same id was still
+    being stored (proposed to the replicas, not yet committed): the server cannot tell yet whether this one
+    is a duplicate. Typically a retry right after a timeout, a leader election or a frozen leader.
+    Retriable: the same publish again gets the earlier one's PubAck (``duplicate=True``), or is stored if
+    the earlier one was dropped; either way the message is stored once. ``publish`` and ``publish_async``
+    with a ``msg_id`` retry it per the context's retry policy. ``code`` is 409."""
+
+    err_codes = (10158,)
+
+    @property
+    def retriable(self) -> bool:  # type: ignore[override]
+        return True
+
+
 class BatchPublishError(APIError):
     """The server refused an atomic batch (``js.batch()``, ``publish_batch``): none of its messages was
     stored. The subclasses say why; this class itself is a batch the server found malformed (10175 a
@@ -449,6 +466,7 @@ _REGISTRY: dict[int, type[APIError]] = {
         MessageTTLInvalidError,
         MessageTTLDisabledError,
         CounterDisabledError,
+        MsgIdInProcessError,
         BatchPublishError,
         BatchPublishNotEnabledError,
         BatchPublishIncompleteError,

@@ -92,7 +92,7 @@ class JetStream:
     (except ``publish_async``, which blocks only while the window is full) for
     at most ``timeout`` seconds (default: the context's), waking every 0.25 s
     so Ctrl-C lands. Idempotent requests (info, lookups, listing, get_msg,
-    ``publish`` with ``msg_id``) are retried per ``retry``.
+    ``publish`` and ``publish_async`` with ``msg_id``) are retried per ``retry``.
     """
 
     def __init__(self, client: Any, *, domain: str | None = None, api_prefix: str | None = None,
@@ -633,14 +633,16 @@ class JetStream:
         Ctrl-C lands; a publish given up (interrupted, timed out) leaves no
         slot of the window taken, though the server may still store it. With
         ``msg_id`` the server deduplicates within the stream's duplicate
-        window, so the call is retried per ``retry`` on timeouts and no responders. ``ttl`` (seconds,
-        a timedelta or "never"; at least 1 s) removes the message after that long (the stream needs
-        ``allow_msg_ttl``, else ``MessageTTLDisabledError``; nats-server 2.11 or later, else
-        ``FeatureNotSupportedError`` before anything is sent).
+        window, so the call is retried per ``retry`` on timeouts, no responders and the other
+        retriable errors (``MsgIdInProcessError``: an earlier attempt with the id is still being
+        stored). ``ttl`` (seconds, a timedelta or "never"; at least 1 s) removes the message after
+        that long (the stream needs ``allow_msg_ttl``, else ``MessageTTLDisabledError``; nats-server
+        2.11 or later, else ``FeatureNotSupportedError`` before anything is sent).
 
         Raises ``NoRespondersError`` when no stream captures ``subject`` (at once
         without ``msg_id``; after the retries with it),
         ``StreamWrong*Error`` when an ``expected_*`` check fails, ``TimeoutError``,
+        ``MsgIdInProcessError`` (when the retries ran out),
         ``ClientClosedError``, ValueError/TypeError for bad arguments (nothing sent).
         """
         t = self._resolve_timeout(timeout)
@@ -665,14 +667,18 @@ class JetStream:
         full this blocks until a slot frees (at most ``timeout``, then
         ``TimeoutError``). The future ends with the PubAck or the error
         ``publish`` would raise; its callbacks run on the loop thread, so keep
-        them short and never block in them. Not retried.
+        them short and never block in them. With ``msg_id`` the publish is
+        retried as ``publish`` is (per ``retry``, on the loop thread, keeping its
+        window slot through the backoff; each attempt waits at most ``timeout``),
+        and the future ends with the last attempt's error; without it, never.
         """
         t = self._timeout if timeout is DEFAULT else self._resolve_timeout(timeout)
         head, tail = publish_parts(subject, data, self._conn.max_payload, headers, msg_id, expected_stream,
                                    expected_last_seq, expected_last_subject_seq, expected_last_msg_id, ttl)
         if ttl is not None:
             self._jsapi.require("a per-message TTL", 1, "2.11")
-        return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject)
+        return self._publisher.submit(head, tail, t if t is not None else 3600.0, t, subject,
+                                      None if msg_id is None else self.retry)
 
     def batch(self) -> AtomicBatch:
         """Begin an atomic batch: its messages are stored all together when committed, or none of them.

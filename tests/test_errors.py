@@ -42,6 +42,21 @@ def test_a_503_api_error_is_retriable_and_a_400_is_not():
     assert not errors.api_error_from({"code": 400, "err_code": 10059, "description": "x"}).retriable
 
 
+def test_duplicate_message_id_in_process_is_a_retriable_409_of_its_own():
+    # The server's answer to a msg_id whose earlier publish is still being stored: the same publish again
+    # is safe (the server deduplicates) and is what resolves it, so it is retriable although a 409.
+    exc = errors.api_error_from({"code": 409, "err_code": 10158, "description": "duplicate message id is in process"},
+                                subject="orders.new")
+    assert type(exc) is jss.MsgIdInProcessError and isinstance(exc, jss.APIError)
+    assert (exc.code, exc.err_code, exc.retriable) == (409, 10158, True)
+    assert str(exc) == "duplicate message id is in process (subject 'orders.new', code=409, err_code=10158)"
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is jss.MsgIdInProcessError and back.retriable and str(back) == str(exc)
+    # Other 409s stay final: a batch's duplicate msg_id, a pull's "Leadership Change" (no err_code).
+    assert not errors.api_error_from({"code": 400, "err_code": 10201, "description": "x"}).retriable
+    assert not errors.APIError(409, None, "Leadership Change").retriable
+
+
 def test_a_full_stream_refusing_a_message_is_a_503_that_is_not_retried():
     full = errors.api_error_from({"code": 503, "err_code": 10077, "description": "maximum messages exceeded"})
     assert type(full) is errors.APIError and not full.retriable

@@ -1,8 +1,10 @@
 # JetStream publishing against a real nats-server: PubAcks, msg_id dedup, the expected_*
 # headers, headers and payload round trips, argument checks, no responders, and the
 # publish_async window (bounded in flight, blocking when full, completion, close, reconnect)
-# plus msg_id retries through a server restart; the blocking publish's own wait (interrupted, given up,
-# many threads at once); the headers of one publish as pure unit tests.
+# plus msg_id retries through a server restart, and publish_async's own msg_id retries (its slot
+# kept through the backoff, attempts bounded, timeouts retried, a close ending them); the blocking
+# publish's own wait (interrupted, given up, many threads at once); the headers of one publish as
+# pure unit tests.
 # Code under test: jetstream.py, _publish.py.
 from __future__ import annotations
 
@@ -615,3 +617,70 @@ def test_publish_with_msg_id_is_retried_through_a_server_restart_without_duplica
         info = js.stream_info("RESTART")
         assert info.state.messages == published
         assert info.state.last_seq == published
+
+
+def retried(caplog, error: str) -> int:
+    """How many retries after ``error`` (a class name) the retry policy has logged."""
+    return sum(1 for r in caplog.records if r.getMessage().startswith(f"jetstream_sync: retrying after {error}("))
+
+
+@pytest.mark.timeout(60)
+def test_publish_async_with_msg_id_is_retried_keeping_its_slot_until_a_stream_captures_the_subject(client, caplog):
+    name = unique("LATER")
+    js = client.jetstream(retry=jss.RetryPolicy(attempts=40, initial_backoff=0.5, max_backoff=0.5))
+    try:
+        with caplog.at_level("INFO", logger="jetstream_sync"):
+            fut = js.publish_async(f"{name}.x", b"late", msg_id="late-1", timeout=5)
+            plain = js.publish_async(f"{name}.x", b"lost", timeout=5)
+            assert isinstance(plain.exception(5), jss.NoRespondersError)  # without msg_id: never retried
+            wait_for(lambda: retried(caplog, "NoRespondersError"), timeout=10, what="a retry of the publish")
+            wait_for(lambda: js.publish_async_pending() == 1, timeout=5, what="the retried publish in the window")
+            assert not fut.done()  # backing off, holding its slot, still counted by publish_async_complete
+            js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+            ack = fut.result(30)
+        assert (ack.stream, ack.seq, ack.duplicate) == (name, 1, False)
+        assert fut._retry is None  # a resolved future keeps no copy of the message for retries
+        assert js.publish_async_pending() == 0
+        assert js.stream_info(name).state.messages == 1
+    finally:
+        try:
+            js.delete_stream(name)
+        except jss.StreamNotFoundError:
+            pass
+
+
+@pytest.mark.timeout(60)
+def test_publish_async_with_msg_id_ends_with_the_last_error_once_the_attempts_run_out(client, caplog):
+    js = client.jetstream(retry=jss.RetryPolicy(attempts=3, initial_backoff=0.01, max_backoff=0.01))
+    with caplog.at_level("INFO", logger="jetstream_sync"):
+        fut = js.publish_async(f"{unique('NOWHERE')}.x", b"lost", msg_id="lost-1", timeout=5)
+        assert isinstance(fut.exception(30), jss.NoRespondersError)
+    assert retried(caplog, "NoRespondersError") == 2  # three attempts in all
+    assert js.publish_async_pending() == 0
+
+
+@pytest.mark.timeout(60)
+def test_publish_async_with_msg_id_retries_a_timeout_and_the_stream_stores_it_once(client, silent_stream, caplog):
+    # The stream stores every attempt it receives but never answers: each attempt times out, the stream
+    # drops the repeats by their msg_id, and the future ends with the last attempt's TimeoutError.
+    js = client.jetstream(retry=jss.RetryPolicy(attempts=3, initial_backoff=0.01, max_backoff=0.01))
+    with caplog.at_level("INFO", logger="jetstream_sync"):
+        fut = js.publish_async(f"{silent_stream.name}.x", b"once", msg_id="once-1", timeout=0.5)
+        exc = fut.exception(30)
+    assert isinstance(exc, jss.TimeoutError) and exc.timeout == 0.5  # each attempt had the whole timeout
+    assert retried(caplog, "TimeoutError") == 2
+    assert js.publish_async_pending() == 0
+    assert silent_stream.info().state.messages == 1
+
+
+@pytest.mark.timeout(30)
+def test_closing_the_client_ends_a_publish_async_backing_off_before_its_retry(nats_server, caplog):
+    other = jss.connect(nats_server.url, name="closer")
+    js = other.jetstream(retry=jss.RetryPolicy(attempts=5, initial_backoff=60, max_backoff=60))
+    with caplog.at_level("INFO", logger="jetstream_sync"):
+        fut = js.publish_async(f"{unique('NOWHERE')}.x", b"lost", msg_id="lost-1", timeout=5)
+        wait_for(lambda: retried(caplog, "NoRespondersError"), timeout=10, what="a retry of the publish")
+    assert not fut.done()
+    other.close()
+    assert isinstance(fut.exception(timeout=5), jss.ClientClosedError)
+    assert js.publish_async_pending() == 0

@@ -1,10 +1,12 @@
-# RetryPolicy retries only retriable errors, a bounded number of times.
+# RetryPolicy retries only retriable errors, a bounded number of times; wait_before_retry is the same
+# decision one step at a time, as the loop thread asks it for a publish_async with a msg_id.
 import asyncio
 
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync._retry import NO_RETRY
+from jetstream_sync import errors
+from jetstream_sync._retry import NO_RETRY, wait_before_retry
 
 
 def _flaky(failures, exc):
@@ -75,6 +77,43 @@ def test_on_the_loop_non_retriable_errors_and_no_retry_call_once():
     with pytest.raises(jss.TimeoutError):
         asyncio.run(NO_RETRY.call_async(afn))
     assert len(calls) == 1
+
+
+IN_PROCESS = errors.api_error_from({"code": 409, "err_code": 10158, "description": "duplicate message id in process"})
+
+
+@pytest.mark.parametrize("exc", [jss.TimeoutError("slow"), jss.NoRespondersError("election"),
+                                 jss.APIError(503, 10008, "unavailable"), IN_PROCESS, jss.NotConnectedError("full")])
+def test_a_retriable_error_is_tried_again_after_the_policys_backoff(exc):
+    # The step a retry on the loop thread (publish_async with a msg_id) asks for: tenacity's schedule,
+    # initial_backoff * 2**(attempt - 1) capped at max_backoff, plus up to initial_backoff of jitter.
+    policy = jss.RetryPolicy(attempts=5, initial_backoff=0.1, max_backoff=0.3)
+    assert [wait_before_retry(policy, exc, n, jitter=0) for n in (1, 2, 3, 4)] == pytest.approx([0.1, 0.2, 0.3, 0.3])
+    assert wait_before_retry(policy, exc, 1, jitter=1) == pytest.approx(0.2)
+    assert 0.1 <= wait_before_retry(policy, exc, 1) <= 0.2
+    assert wait_before_retry(policy, exc, 5) is None  # the fifth attempt was the last
+    assert wait_before_retry(NO_RETRY, exc, 1) is None
+    assert wait_before_retry(jss.RetryPolicy(attempts=10**6, max_backoff=1.0), exc, 10**5, jitter=0) == 1.0
+
+
+@pytest.mark.parametrize("exc", [jss.StreamNotFoundError(404, 10059, "nope"),
+                                 jss.StreamWrongLastSequenceError(400, 10071, "wrong last sequence"),
+                                 jss.APIError(503, 10077, "maximum messages exceeded"),
+                                 jss.APIError(409, None, "Leadership Change"),
+                                 jss.ClientClosedError("closed"), jss.PermissionViolationError("no"),
+                                 ValueError("bad")])
+def test_an_error_that_is_not_retriable_is_never_tried_again(exc):
+    assert wait_before_retry(jss.RetryPolicy(attempts=5), exc, 1) is None
+
+
+def test_duplicate_message_id_in_process_is_retried_until_the_earlier_publish_is_decided():
+    fn, calls = _flaky(2, IN_PROCESS)
+    assert jss.RetryPolicy(attempts=3, initial_backoff=0, max_backoff=0).call(fn) == "ok"
+    assert len(calls) == 3
+    fn, calls = _flaky(5, IN_PROCESS)
+    with pytest.raises(jss.MsgIdInProcessError) as info:  # attempts spent: raised as it came
+        jss.RetryPolicy(attempts=2, initial_backoff=0, max_backoff=0).call(fn)
+    assert info.value.err_code == 10158 and len(calls) == 2
 
 
 @pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"attempts": True}, {"initial_backoff": -1},

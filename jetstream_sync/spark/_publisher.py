@@ -215,9 +215,10 @@ class PartitionPublisher:
 
         Raises :class:`PublishError` (cause chained) when a PubAck failed or
         did not arrive; ``TypeError``/``ValueError`` naming the column for a row
-        that cannot be published. Nothing is retried here: Spark retries the
-        task. After a connection-level failure the cached connection is
-        dropped, so the retry connects afresh.
+        that cannot be published. Only a row's own publish is retried here, as
+        every ``publish_async`` with a msg_id is (per the context's retry
+        policy); beyond that Spark retries the task. After a connection-level
+        failure the cached connection is dropped, so the retry connects afresh.
         """
         if partition_id is None:
             partition_id = _task_partition_id()
@@ -372,6 +373,7 @@ class _Run:
         # bounded (publish_async itself keeps at most max_pending in flight).
         self.check_at = 2 * pub.max_pending
         self.pending: collections.deque = collections.deque()  # (future, row index, subject)
+        self.retry: jss.RetryPolicy | None = None  # the context's: a publish with a msg_id is retried by it
 
     def run(self, rows: Iterable[Any]) -> int:
         pub = self.pub
@@ -384,9 +386,10 @@ class _Run:
             for index, row in enumerate(rows):
                 if decode is None:  # first row: an empty partition neither connects nor checks columns
                     decode = self._decoder(row)
-                    publish_async = _connections.jetstream_for(
+                    js = _connections.jetstream_for(
                         options, domain=pub.domain, api_prefix=pub.api_prefix, max_pending=pub.max_pending,
-                    ).publish_async
+                    )
+                    publish_async, self.retry = js.publish_async, js.retry
                     worker = _connections.worker_identity(options) if pub.worker_header else None
                 subject, data, headers, msg_id = decode(row, index)
                 if worker is not None:
@@ -413,9 +416,11 @@ class _Run:
     def _settle(self, n: int, timeout: float) -> None:
         """Wait for the ``n`` oldest PubAcks; raise PublishError for the first failed one."""
         pending = self.pending
-        # The publisher's own sweep fails a future whose ack is overdue; the extra
-        # seconds only guard against a stalled loop.
+        # The publisher's own sweep fails a future whose ack is overdue (after its retries, each
+        # attempt given the timeout); the extra seconds only guard against a stalled loop.
         limit = timeout + 5.0
+        if self.retry is not None:
+            limit += (self.retry.attempts - 1) * (timeout + self.retry.max_backoff + self.retry.initial_backoff)
         for _ in range(n):
             fut, index, subject = pending.popleft()
             try:
