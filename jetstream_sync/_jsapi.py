@@ -292,6 +292,11 @@ _BARE = re.compile(rb"NATS/1\.0\r\nNats-Stream: [^\r]*\r\nNats-Subject: ([^\r]*)
                    rb"Nats-Num-Pending: \d+\r\nNats-Last-Sequence: \d+\r\n\r\n")
 #: Line ends in that block (every reply's block has at least as many).
 _BARE_CRLF = 8
+#: The headers the server adds after a message's stored ones, to the end of the block (the same fields
+#: as in the bare block): found from the end, so that the stored headers before them are decoded alone.
+_ADDED = re.compile(rb"\r\nNats-Stream: [^\r]*\r\nNats-Subject: ([^\r]*)\r\nNats-Sequence: (\d+)\r\n"
+                    rb"Nats-Time-Stamp: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z\r\n"
+                    rb"Nats-Num-Pending: \d+\r\nNats-Last-Sequence: \d+\r\n\r\n\Z")
 _SUBJECT = b"\r\nNats-Subject: "
 
 
@@ -355,6 +360,13 @@ def _columns(datas: list[bytes], raws: list[bytes]) -> ColumnRun:
             subjects, seqs, seconds, fractions = zip(*found)
             return ColumnRun(list(map(int, seqs)), list(map(bytes.decode, subjects)), datas,
                              nanos_from_parts(seconds, fractions), None)
+    added = [_ADDED.search(raw) for raw in raws]
+    if raws and all(added):  # the server's own headers read by one match each, only the stored ones decoded
+        subjects, seqs, seconds, fractions = zip(*(m.groups() for m in added))  # type: ignore[union-attr]
+        stored = [decode_headers(raw[:m.start() + 2]) or None  # type: ignore[union-attr]
+                  for raw, m in zip(raws, added)]
+        return ColumnRun(list(map(int, seqs)), list(map(bytes.decode, subjects)), datas,
+                         nanos_from_parts(seconds, fractions), stored)
     out = ColumnRun([], [], datas, [], [])
     for raw, data in zip(raws, datas):
         msg = _stored(data, raw)[0]

@@ -26,7 +26,7 @@ from ._headers import Headers
 from ._jsapi import ColumnRun
 from ._time import format_time
 
-__all__ = ["ARROW_EXTRA", "DECODINGS", "RangeSpec", "arrow_schema", "iter_batches", "read_batches",
+__all__ = ["ARROW_EXTRA", "DECODINGS", "RangeSpec", "arrow_schema", "iter_batches", "read_batches", "read_mode",
            "require_pandas", "require_pyarrow", "to_arrow", "to_pandas"]
 
 #: The extra that brings pyarrow and pandas.
@@ -395,8 +395,14 @@ def _plan(stream: Any, spec: RangeSpec, timeout: Any) -> tuple[int, int, bool, b
         start = 0
     else:
         start = max(spec.start or 1, state.first_seq or 1)
-    direct = bool(config.allow_direct) and stream._js._jsapi.supports(1)
-    return start, end, direct, (config.num_replicas or 1) > 1
+    return (start, end, *read_mode(stream._js, config))
+
+
+def read_mode(js: Any, config: Any) -> tuple[bool, bool]:
+    """(direct, replicated) for :func:`read_batches` of a stream with ``config``: batch direct gets
+    where the stream allows direct gets and the server has them (API level 1), and whether the
+    stream has replicas. No I/O."""
+    return bool(config.allow_direct) and js._jsapi.supports(1), (config.num_replicas or 1) > 1
 
 
 def iter_batches(stream: Any, spec: RangeSpec, timeout: Any) -> Iterator[Any]:

@@ -441,3 +441,35 @@ def test_the_fast_time_reader_falls_back_to_parse_time():
     for seconds, fraction in ((b"2026-13-01T10:11:12", b""), (b"2026-05-01T10:11:12", b"5x5"), (b"soon", b"")):
         with pytest.raises(ValueError):
             time_from_parts(seconds, fraction)
+
+
+def reply_block(stored: bytes, subject: str, seq: int, stamp: str) -> bytes:
+    """A batch direct get reply's header block as the server writes it: the stored headers (``b""`` for
+    none), then its own."""
+    own = (f"Nats-Stream: S\r\nNats-Subject: {subject}\r\nNats-Sequence: {seq}\r\nNats-Time-Stamp: {stamp}\r\n"
+           f"Nats-Num-Pending: 0\r\nNats-Last-Sequence: {seq - 1}\r\n\r\n").encode()
+    return (stored or b"NATS/1.0\r\n") + own
+
+
+def test_a_run_with_stored_headers_reads_as_each_reply_decoded_in_full():
+    raws = [
+        reply_block(b"NATS/1.0\r\nNats-Msg-Id: a\r\nk: v1\r\nk: v2\r\n", "s.a", 5, "2031-02-03T04:05:06.5Z"),
+        reply_block(b"", "s.b", 6, "2031-02-03T04:05:06Z"),  # nothing stored, in a run with headers
+        # copied from another stream: a stored header named like the server's own stays
+        reply_block(b"NATS/1.0\r\nNats-Stream: OTHER\r\nNats-Subject: t.x\r\n", "s.c", 9,
+                    "2031-02-03T04:05:07.000000007Z"),
+    ]
+    datas = [b"one", b"", b"three"]
+    run = _jsapi._columns(datas, raws)
+    full = [_jsapi._stored(data, raw)[0] for data, raw in zip(datas, raws)]
+    assert run.seqs == [m.seq for m in full] == [5, 6, 9]
+    assert run.subjects == [m.subject for m in full] == ["s.a", "s.b", "s.c"]
+    assert run.times_ns == [m.time.timestamp_ns() for m in full]
+    assert run.datas == datas
+    assert [h and h.multi() for h in run.headers] == [m.headers and m.headers.multi() for m in full] == [
+        {"Nats-Msg-Id": ["a"], "k": ["v1", "v2"]}, None, {"Nats-Stream": ["OTHER"], "Nats-Subject": ["t.x"]}]
+    # A block of another shape (a header the server added after its own) is still decoded in full.
+    odd = raws[0][:-2] + b"Nats-Extra: 1\r\n\r\n"
+    run = _jsapi._columns([b"x"], [odd])
+    expected = _jsapi._stored(b"x", odd)[0].headers.multi()
+    assert (run.seqs, run.subjects, run.headers[0].multi()) == ([5], ["s.a"], expected)

@@ -49,6 +49,11 @@ def _seqs(df):
     return sorted(row.seq for row in df.select("seq").collect())
 
 
+#: Reads run on both of the core range reader's transports: a stream that allows direct gets is read by
+#: batch direct gets, any other by one ordered consumer per partition.
+both_transports = pytest.mark.parametrize("direct", [False, True], ids=["consumer", "direct"])
+
+
 # -- pure helpers (no SparkSession) ------------------------------------------------------------
 
 
@@ -72,16 +77,19 @@ def test_a_sequence_range_partition_survives_pickling():
     import pickle
 
     part = pickle.loads(pickle.dumps(SequenceRange(3, 9)))
-    assert (part.start, part.end) == (3, 9)
+    assert (part.start, part.end, part.direct, part.replicated) == (3, 9, False, False)
+    part = pickle.loads(pickle.dumps(SequenceRange(3, 9, True, True)))
+    assert (part.start, part.end, part.direct, part.replicated) == (3, 9, True, True)
 
 
 # -- batch reads ---------------------------------------------------------------------------------
 
 
+@both_transports
 @pytest.mark.timeout(120)
 def test_a_batch_read_returns_every_message_with_the_documented_schema_in_the_requested_partitions(
-        spark, js, nats_server):
-    name = _new_stream(js)
+        spark, js, nats_server, direct):
+    name = _new_stream(js, allow_direct=direct)
     for i in range(30):
         js.publish(f"{name}.{'even' if i % 2 == 0 else 'odd'}", f"m{i}".encode(),
                    headers={"k": ["a", "b"]} if i % 3 == 0 else None,
@@ -112,9 +120,10 @@ def test_a_batch_read_returns_every_message_with_the_documented_schema_in_the_re
     assert _reader(spark, nats_server, name).load().rdd.getNumPartitions() == 1
 
 
+@both_transports
 @pytest.mark.timeout(120)
-def test_a_batch_read_honours_offsets_the_subject_filter_and_deleted_gaps(spark, js, nats_server):
-    name = _new_stream(js)
+def test_a_batch_read_honours_offsets_the_subject_filter_and_deleted_gaps(spark, js, nats_server, direct):
+    name = _new_stream(js, allow_direct=direct)
     for i in range(20):  # seq 1, 3, 5, ... on .a; 2, 4, 6, ... on .b
         js.publish(f"{name}.{'a' if i % 2 == 0 else 'b'}", f"m{i + 1}".encode(), headers={"h": "v"})
     stream = js.stream(name)
@@ -165,9 +174,10 @@ def test_a_read_with_a_user_schema_returns_only_the_chosen_documented_columns(sp
         _reader(spark, nats_server, name).schema("offset long").load().collect()
 
 
+@both_transports
 @pytest.mark.timeout(120)
-def test_reads_fail_on_data_loss_by_default_and_skip_ahead_when_told(spark, js, nats_server, tmp_path):
-    name = _new_stream(js, max_msgs=5)
+def test_reads_fail_on_data_loss_by_default_and_skip_ahead_when_told(spark, js, nats_server, tmp_path, direct):
+    name = _new_stream(js, max_msgs=5, allow_direct=direct)
     for i in range(10):
         js.publish(f"{name}.x", b"%d" % i)
     start = json.dumps({name: 2})  # sequences 2..5 were removed by max_msgs
@@ -349,6 +359,24 @@ def test_pyspark_jetstream_exposes_the_data_source_and_register_adds_it_to_a_ses
 
 
 # -- nothing left behind on the server ----------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_stream_that_allows_direct_gets_is_read_without_creating_any_consumer(spark, js, nats_server):
+    name = _new_stream(js, allow_direct=True)
+    for i in range(40):
+        js.publish(f"{name}.x", b"%d" % i, msg_id=f"id-{i}" if i % 4 == 0 else None)
+    stream = js.stream(name)
+    stream.delete_msg(10)
+
+    with stream.events(types=["io.nats.jetstream.advisory.v1.consumer_action"]) as events:
+        rows = sorted(_reader(spark, nats_server, name, minPartitions=4).load().collect(), key=lambda r: r.seq)
+        stream.create_consumer(durable_name="after_the_read")
+        first = events.next(timeout=10)
+    # The server announces every consumer made on the stream, in order: the read made none.
+    assert (first.consumer, first.action) == ("after_the_read", "create")
+    assert [(r.seq, bytes(r.data), r.msg_id) for r in rows] == [
+        (i + 1, b"%d" % i, f"id-{i}" if i % 4 == 0 else None) for i in range(40) if i + 1 != 10]
 
 
 def _consumer_count(js, name):

@@ -1,9 +1,11 @@
 # The reads of the "jetstream" data source: planning turns settings into stream sequence ranges, executors
 # read exactly those. Rule 1: the stream sequence is the only offset; a partition is a half-open range
-# read by one ordered consumer from its start, deleted when the read ends (no durable state); a streaming
+# read by the core range reader (jetstream_sync.ranges.read_batches: batch direct gets where the stream
+# allows them, else one ordered consumer deleted when the read ends; no durable state); a streaming
 # offset is {"<stream>": <last sequence read>}. Rule 2: planning costs one stream info request per call
-# (plus one pull for startingTimestamp); the per-row cost of an executor read is what limits a read, so
-# rows are collected column by column into Arrow record batches. Rule 3: public jetstream_sync API only.
+# (plus one pull for startingTimestamp), which also says how executors read (ranges.read_mode, carried
+# in each partition); executors only turn the core's record batches into Spark's with column casts and
+# selections (no per-row Python). Rule 3: public jetstream_sync API, plus jetstream_sync.ranges.
 """Readers of the ``jetstream`` data source: ``spark.read`` and ``spark.readStream``."""
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 import jetstream_sync as jss
+from jetstream_sync.ranges import RangeSpec, read_batches, read_mode, require_pyarrow
 
 from ._connections import drop
 from ._options import ReadSettings
@@ -52,16 +55,12 @@ READ_SCHEMA = StructType([
 ])
 """The schema of every read: one row per stored message; ``seq`` is the stream sequence (the offset)."""
 
-_MSG_ID = "Nats-Msg-Id"
 #: Default partition size when minPartitions is not given (sequences per partition).
 _SEQS_PER_PARTITION = 10_000
-#: Messages asked for per no-wait pull while reading a range.
-_FETCH = 1000
 #: Rows per Arrow record batch handed to Spark.
 _ARROW_ROWS = 4096
-#: Every read deletes its ordered consumer when it ends (also when it fails); one left behind by a
-#: killed task is removed by the server after this long. A slow reader is not hurt by a short
-#: threshold: the ordered consumer recreates itself after its cursor.
+#: The ordered consumer of a startingTimestamp lookup is deleted when the lookup ends; one left behind
+#: by a killed driver is removed by the server after this long.
 _INACTIVE = 10.0
 #: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
 _TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
@@ -92,12 +91,13 @@ def _check_read_schema(schema: StructType) -> StructType:
 # -- resolving sequences (driver side) ------------------------------------------------------------
 
 
-def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int]:
-    """(first stored sequence, last sequence); first is last + 1 when nothing is stored. One request."""
-    state = js.stream_info(stream).state
-    last = state.last_seq or 0
-    first = state.first_seq or 0
-    return (first if first else last + 1), last
+def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int, tuple[bool, bool]]:
+    """(first stored sequence, last sequence, how executors read it: ``ranges.read_mode``); first is
+    last + 1 when nothing is stored. One request."""
+    info = js.stream_info(stream)
+    last = info.state.last_seq or 0
+    first = info.state.first_seq or 0
+    return (first if first else last + 1), last, read_mode(js, info.config)
 
 
 def _ordered(js: jss.JetStream, settings: ReadSettings, **fields: Any) -> jss.OrderedConsumer:
@@ -160,77 +160,38 @@ def split_range(start: int, end: int, parts: int | None) -> list[tuple[int, int]
 
 
 class SequenceRange(InputPartition):
-    """One partition: the stream sequences ``start <= seq < end``."""
+    """One partition: the stream sequences ``start <= seq < end``, read by batch direct gets when
+    ``direct`` (else one ordered consumer); ``replicated``: the stream has replicas (a read that ends
+    short of ``end`` asks again, as a replica may lag)."""
 
-    def __init__(self, start: int, end: int) -> None:
+    def __init__(self, start: int, end: int, direct: bool = False, replicated: bool = False) -> None:
         self.start = start
         self.end = end
+        self.direct = direct
+        self.replicated = replicated
 
 
 def default_partitions(span: int, cores: int | None = None) -> int:
     """Partitions of a read of ``span`` sequences without ``minPartitions``: one per 10,000 sequences,
     at most one per core (``os.cpu_count()`` where the read is planned: the parallelism of a
-    ``local[*]`` session). Every partition costs a task and a consumer; more than the cores can run at
+    ``local[*]`` session). Every partition costs a task and a read; more than the cores can run at
     once only adds that cost. On a cluster, set ``minPartitions`` to its number of executor cores."""
     cores = cores if cores is not None else (os.cpu_count() or 1)
     return max(1, min(math.ceil(span / _SEQS_PER_PARTITION), cores))
 
 
-def _partitions(settings: ReadSettings, start: int, end: int) -> list[InputPartition]:
+def _partitions(settings: ReadSettings, start: int, end: int, mode: tuple[bool, bool]) -> list[InputPartition]:
     parts = settings.min_partitions
     if parts is None:
         parts = default_partitions(end - start)
-    return [SequenceRange(lo, hi) for lo, hi in split_range(start, end, parts)]
+    return [SequenceRange(lo, hi, *mode) for lo, hi in split_range(start, end, parts)]
 
 
 # -- reading a range (executor side) -------------------------------------------------------------
 
 
-def _messages_in(js: jss.JetStream, settings: ReadSettings, start: int,
-                 end: int) -> Iterator[tuple[jss.Msg, int, int]]:
-    """Every stored (matching) message with ``start <= seq < end``, in order, as (msg, stream sequence,
-    timestamp in ns): from ``msg.metadata_numbers()``, whose parse the ordered consumer has already
-    made for its own checks.
-
-    One ordered consumer from ``start``, pulled with no-wait requests, so a range whose messages
-    were all deleted (or all filtered out) ends at once instead of waiting for an expiry. The
-    read stops at the first sequence >= ``end``, or when the server says nothing is pending.
-    """
-    oc = _ordered(js, settings, deliver_policy="by_start_sequence", opt_start_seq=start)
-    try:
-        yield from _read_ordered(oc, start, end)
-    finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
-        oc.close(wait=True)
-
-
-def _read_ordered(oc: jss.OrderedConsumer, start: int, end: int) -> Iterator[tuple[jss.Msg, int, int]]:
-    nxt = start
-    empty = 0
-    while True:
-        got = 0
-        with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt))) as batch:
-            for msg in batch:
-                got += 1
-                seq, _, pending, ts_ns = msg.metadata_numbers()
-                if seq >= end:
-                    return
-                yield msg, seq, ts_ns
-                nxt = seq + 1
-                if nxt >= end or pending == 0:
-                    return
-        if got:
-            empty = 0
-        else:
-            # No-wait pulls answer "nothing pending" at once. A reset of the ordered consumer
-            # (a gap, a lost consumer) can also end a batch before its first message: only a
-            # second empty answer in a row means the range holds nothing more.
-            empty += 1
-            if empty >= 2:
-                return
-
-
 def _check_loss(js: jss.JetStream, settings: ReadSettings, start: int) -> None:
-    first, _ = _bounds(js, settings.stream)
+    first, _, _ = _bounds(js, settings.stream)
     if first > start:
         raise _data_loss(settings.stream, start, first)
 
@@ -246,47 +207,26 @@ def _arrow_schema(schema: StructType) -> Any:
 
 
 class _Columns:
-    """Column buffers for one Arrow record batch: every column is collected in one tight loop
-    (the per-row cost is what limits a read), then only the schema's columns are built."""
+    """The core reader's record batches (``ranges.arrow_schema()``) as the ones Spark expects: the
+    read schema's columns in its order, ``timestamp`` cast to microseconds, ``headers`` null without
+    includeHeaders. Whole columns are cast or replaced, never a row at a time."""
 
     def __init__(self, schema: StructType, settings: ReadSettings) -> None:
+        self.pa = require_pyarrow()
         self.arrow_schema = _arrow_schema(schema)
         self.names = schema.fieldNames()
-        self.stream = settings.stream
         self.include_headers = settings.include_headers
-        self.clear()
 
-    def clear(self) -> None:
-        self.rows = 0
-        self.subject: list[str] = []
-        self.data: list[bytes] = []
-        self.headers: list[Any] = []
-        self.seq: list[int] = []
-        self.timestamp: list[int] = []  # microseconds since the epoch: Arrow takes them without datetimes
-        self.msg_id: list[str | None] = []
-
-    def add(self, msg: jss.Msg, seq: int, ts_ns: int) -> None:
-        hdrs = msg.headers
-        self.subject.append(msg.subject)
-        self.data.append(msg.data)
-        if self.include_headers:
-            self.headers.append(list(hdrs.multi().items()) if hdrs else [])
-        self.seq.append(seq)
-        self.timestamp.append(ts_ns // 1000)
-        self.msg_id.append(hdrs.get(_MSG_ID) if hdrs else None)
-        self.rows += 1
-
-    def batch(self) -> Any:
-        import pyarrow as pa
-
-        n = self.rows
-        values = {
-            "subject": self.subject, "data": self.data,
-            "headers": self.headers if self.include_headers else [None] * n,
-            "stream": [self.stream] * n, "seq": self.seq, "timestamp": self.timestamp, "msg_id": self.msg_id,
-        }
-        arrays = [pa.array(values[name], type=field.type) for name, field in zip(self.names, self.arrow_schema)]
-        self.clear()
+    def batch(self, core: Any) -> Any:
+        pa = self.pa
+        arrays = []
+        for name, field in zip(self.names, self.arrow_schema):
+            if name == "headers" and not self.include_headers:
+                arrays.append(pa.nulls(core.num_rows, field.type))
+                continue
+            column = core.column(name)
+            # safe=False: nanoseconds to Spark's microseconds truncate, as Spark keeps them.
+            arrays.append(column if column.type == field.type else column.cast(field.type, safe=False))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
 
@@ -296,23 +236,24 @@ def _read_range(settings: ReadSettings, schema: StructType, partition: InputPart
         return
     columns = _Columns(schema, settings)
     js = settings.js()
+    spec = RangeSpec(subject=settings.subject, batch_size=_ARROW_ROWS)
+    batches = read_batches(js, settings.stream, spec, start=partition.start, end=partition.end,
+                           direct=partition.direct, replicated=partition.replicated, timeout=jss.DEFAULT)
     try:
         seen_first = False
-        for msg, seq, ts_ns in _messages_in(js, settings, partition.start, partition.end):
+        for core in batches:
             if not seen_first:
                 seen_first = True
-                if settings.fail_on_data_loss and seq > partition.start:
+                if settings.fail_on_data_loss and core.column("seq")[0].as_py() > partition.start:
                     _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
-            columns.add(msg, seq, ts_ns)
-            if columns.rows == _ARROW_ROWS:
-                yield columns.batch()
+            yield columns.batch(core)
         if not seen_first and settings.fail_on_data_loss:
             _check_loss(js, settings, partition.start)
-        if columns.rows:
-            yield columns.batch()
     except _TRANSPORT_ERRORS:
         drop(settings.conn)  # the retried task connects afresh
         raise
+    finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
+        batches.close()
 
 
 # -- batch read ----------------------------------------------------------------------------------
@@ -322,7 +263,8 @@ class JetStreamBatchReader(DataSourceReader):
     """``spark.read.format("jetstream")``: the sequence range split into parallel partitions.
 
     ``partitions()`` runs once at planning (one stream info request, plus one pull for
-    ``startingTimestamp``); ``read()`` runs on executors, one ordered consumer per partition.
+    ``startingTimestamp``); ``read()`` runs on executors: per partition, batch direct gets where the
+    stream allows them, else one ordered consumer.
     """
 
     def __init__(self, settings: ReadSettings, schema: StructType) -> None:
@@ -332,14 +274,14 @@ class JetStreamBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         s = self._settings
         js = s.js()
-        first, last = _bounds(js, s.stream)
+        first, last, mode = _bounds(js, s.stream)
         start = _first_to_read(js, s, first, last)
         if start < first:
             if s.fail_on_data_loss:
                 raise _data_loss(s.stream, start, first)
             start = first
         end = last + 1 if s.ending == "latest" else min(int(s.ending), last + 1)
-        return _partitions(s, start, end)
+        return _partitions(s, start, end, mode)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read_range(self._settings, self._schema, partition)
@@ -361,6 +303,11 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._settings = settings
         self._schema = _check_read_schema(schema)
         self._target: int | None = None  # Trigger.AvailableNow: never read past this sequence
+        self._mode: tuple[bool, bool] | None = None  # how executors read: from the last stream info
+
+    def _bounds(self) -> tuple[int, int]:
+        first, last, self._mode = _bounds(self._settings.js(), self._settings.stream)
+        return first, last
 
     def _seq(self, offset: Mapping[str, Any] | None, what: str) -> int:
         stream = self._settings.stream
@@ -371,9 +318,8 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def initialOffset(self) -> dict:
         s = self._settings
-        js = s.js()
-        first, last = _bounds(js, s.stream)
-        return {s.stream: _first_to_read(js, s, first, last) - 1}
+        first, last = self._bounds()
+        return {s.stream: _first_to_read(s.js(), s, first, last) - 1}
 
     def getDefaultReadLimit(self) -> Any:
         n = self._settings.max_per_trigger
@@ -382,11 +328,11 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
     def prepareForTriggerAvailableNow(self) -> None:
-        _, self._target = _bounds(self._settings.js(), self._settings.stream)
+        _, self._target = self._bounds()
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         s = self._settings
-        first, last = _bounds(s.js(), s.stream)
+        first, last = self._bounds()
         if start is None:  # PySpark < 4.2 asks without a start: no read limit possible
             return {s.stream: last}
         current = self._seq(start, "start")
@@ -412,11 +358,14 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {s.stream: max(end, self._seq(start, "start"))}
 
     def reportLatestOffset(self) -> dict | None:
-        _, last = _bounds(self._settings.js(), self._settings.stream)
+        _, last = self._bounds()
         return {self._settings.stream: last}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        return _partitions(self._settings, self._seq(start, "start") + 1, self._seq(end, "end") + 1)
+        mode = self._mode
+        if mode is None:  # a batch replayed from the checkpoint, planned before any offset was asked for
+            _, _, mode = _bounds(self._settings.js(), self._settings.stream)
+        return _partitions(self._settings, self._seq(start, "start") + 1, self._seq(end, "end") + 1, mode)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read_range(self._settings, self._schema, partition)
