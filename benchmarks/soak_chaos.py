@@ -57,6 +57,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -1240,7 +1241,8 @@ def spark_child(urls: str, workdir: str) -> int:
             ended = query.awaitTermination(1.0)
         except Exception as exc:  # noqa: BLE001 - the query failed: reported, then restarted from its checkpoint
             ended = True
-            errors.append(str(exc).splitlines()[0][:300])
+            errors.append(failure_of(exc))
+            print(f"the query failed:\n{exc}", file=sys.stderr, flush=True)
         batches = batch_count()
         if ended and not stop.is_set():
             restarts += 1
@@ -1251,6 +1253,14 @@ def spark_child(urls: str, workdir: str) -> int:
     print("SPARK DONE " + json.dumps({"restarts": restarts, "errors": errors, "batches": batches}), flush=True)
     spark.stop()
     return 0
+
+
+def failure_of(exc: BaseException) -> str:
+    """A failed query's exception in one line: Spark's first line and the Python error at the end of the
+    worker's traceback it carries."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"[\w.]+(Error|Exception)\b", line)]
+    return lines[0][:160] + (f" ... {errors[-1][:400]}" if errors else "") if lines else repr(exc)
 
 
 def interval(text: str) -> tuple[float, float]:
