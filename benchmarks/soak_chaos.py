@@ -213,7 +213,6 @@ class Reader:
         self.last_handled = time.monotonic()
         self.behind_since: float | None = None
         self.max_stall = 0.0
-        self.max_stall_at = 0.0
 
     def handle(self, msg: jss.Msg) -> None:
         """The handler of the pull and push readers (a worker thread): count, then double_ack."""
@@ -246,18 +245,17 @@ class Reader:
         with self.lock:
             self.warnings[type(exc).__name__] += 1
 
-    def watch_stall(self, now: float, behind: bool, last_handled: float | None = None) -> None:
+    def watch_stall(self, now: float, behind: bool) -> None:
         """Track the longest time this reader stood still while behind (the monitor thread, every tick)."""
         with self.lock:
-            last = self.last_handled if last_handled is None else last_handled
             if not behind:
                 self.behind_since = None
                 return
             if self.behind_since is None:
                 self.behind_since = now
-            stall = now - max(last, self.behind_since)
+            stall = now - max(self.last_handled, self.behind_since)
             if stall > self.max_stall:
-                self.max_stall, self.max_stall_at = stall, now
+                self.max_stall = stall
 
 
 class Soak:
@@ -315,7 +313,6 @@ class Soak:
         self.copy_count = 0
         self.spark_proc: subprocess.Popen | None = None
         self.spark_report: dict = {}
-        self.spark_lines: list[str] = []
         self.spark_ready = threading.Event()
         self.spark_done = threading.Event()
 
@@ -612,7 +609,6 @@ class Soak:
             elif line.startswith("SPARK DONE "):
                 self.spark_report = json.loads(line[len("SPARK DONE "):])
                 continue
-            self.spark_lines.append(line)
             say(f"[{self.now():6.1f}s] spark: {line}")
         self.spark_done.set()
         self.spark_ready.set()
