@@ -326,15 +326,26 @@ class KeyValue:
             raise mismatch(exc.code, exc.err_code, exc.description, stream=self.stream_name, subject=subject,
                            operation=exc.operation) from None
         except errors.NoRespondersError as exc:
-            raise errors.BucketNotFoundError(404, 10059, "stream not found", stream=self.stream_name,
-                                             operation=f"publish to key {key!r}") from exc
+            # Nobody took the write: the bucket is gone (its stream info says so), or it exists and its
+            # stream has no leader for now (a replicated bucket's election): then a retriable error.
+            try:
+                self.status(timeout=timeout)
+            except errors.BucketNotFoundError:
+                raise
+            except errors.JetStreamError:
+                pass  # the stream info failed too: the bucket may well exist, so no claim that it is gone
+            raise errors.NoRespondersError(
+                f"no server took the write to key {key!r}: bucket {self.bucket!r} exists but its stream "
+                f"{self.stream_name!r} has no leader for now (an election?); try again", subject) from exc
         return ack.seq
 
     def put(self, key: str, value: bytes | str, *, timeout: Timeout = DEFAULT) -> int:
         """Store ``value`` as the key's new value; return its revision (the stream sequence).
 
         Blocks until the server stored it (at most ``timeout``). Raises ``InvalidKeyError``,
-        ``BucketNotFoundError``, ``TimeoutError``, TypeError for a value that is not bytes or str.
+        ``BucketNotFoundError``, ``NoRespondersError`` (retriable; nothing stored) when the bucket exists but
+        nobody took the write, as while a replicated bucket elects a leader (every write does),
+        ``TimeoutError``, TypeError for a value that is not bytes or str.
         """
         return self._publish(check_key(key), _value(value), None, None, timeout, errors.KeyRevisionMismatchError)
 

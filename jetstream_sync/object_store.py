@@ -40,6 +40,8 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "ObjectInfo", "ObjectLink", "ObjectStore", "Obj
 DEFAULT_CHUNK_SIZE = 128 * 1024
 #: A put keeps at most this many bytes of chunks published and not yet acknowledged.
 PUT_WINDOW_BYTES = 8 * 1024 * 1024
+#: How much longer than a chunk's publish timeout a put waits for the publish's own answer.
+_ANSWER_GRACE = 1.0
 _ROLLUP = {"Nats-Rollup": "sub"}
 
 
@@ -352,7 +354,8 @@ class ObjectStore:
         the way; then the meta is stored and the previous object's chunks purged.
         ``progress(done_bytes, total_or_None)`` runs on the calling thread after each chunk.
 
-        Blocks until the meta is stored (each wait at most ``timeout``). A put that fails (or is
+        Blocks until the meta is stored (each wait at most ``timeout``; for a chunk's PubAck a second more,
+        so the error is the publish's own ``TimeoutError`` naming it). A put that fails (or is
         interrupted) purges the chunks it wrote and raises. Raises ValueError for a ``chunk_size``
         above the server's max payload, TypeError for a source of another type (nothing sent).
         """
@@ -408,16 +411,16 @@ class ObjectStore:
             size += len(piece)
             chunks += 1
             if len(in_flight) > window:
-                in_flight[-low_water - 1].result(wait)
+                _answered(in_flight[-low_water - 1], wait, subject)
                 while len(in_flight) > low_water:
-                    in_flight[0].result(wait)  # taken out only once answered: a failed put settles the rest
+                    _answered(in_flight[0], wait, subject)  # out only once answered: a failed put settles the rest
                     in_flight.popleft()
             if progress is not None:
                 progress(size, total)
         if in_flight:
-            in_flight[-1].result(wait)
+            _answered(in_flight[-1], wait, subject)
         while in_flight:
-            in_flight[0].result(wait)
+            _answered(in_flight[0], wait, subject)
             in_flight.popleft()
         return size, chunks, digest_of(sha)
 
@@ -527,6 +530,18 @@ class ObjectStore:
 
     def __repr__(self) -> str:
         return f"<ObjectStore {self.bucket!r}>"
+
+
+def _answered(fut: "concurrent.futures.Future", wait: float | None, subject: str) -> None:
+    """Block until one chunk's publish is answered; raise its error. The publisher ends a publish left
+    unanswered with a TimeoutError naming it at its first sweep after the deadline (``wait`` from when it
+    was sent), so this waits a little longer than that: a bare wait running out first would raise
+    ``concurrent.futures``' TimeoutError, which says nothing. Should even that pass, ours is raised."""
+    if wait is not None:
+        concurrent.futures.wait([fut], timeout=wait + _ANSWER_GRACE)
+        if not fut.done():
+            raise errors.TimeoutError.after(f"publish to {subject!r}", wait, "no PubAck from the server")
+    fut.result()
 
 
 def _settle(in_flight: collections.deque, limit: float | None) -> None:

@@ -411,7 +411,11 @@ class OrderedPull:
             oc._current = None
         oc._mark_reset()
         self._pull.attach()
-        await self._core.reset()
+        try:
+            await self._core.reset()
+        except BaseException:  # cancelled by the caller's timeout, or worse: leave nothing running
+            self._pull.halt(None)  # no reader will come: nothing may pull or recreate on a reconnect
+            raise
 
     def stop_soon(self) -> None:
         self._oc._release_soon()

@@ -7,7 +7,8 @@
 #         was delivered during the reset may already be out of step, so it is never dropped.
 # Rule 2: incarnations are created through the context's request path (its retry policy first) and
 #         deleted without waiting, the old one at every reset and the last one at the end; an
-#         incarnation created after the engine was told to stop is deleted at once.
+#         incarnation created after the engine was told to stop is deleted at once, and so is every
+#         name a create was given up for (timed out, or cancelled with its caller): it may land late.
 # Rule 3: loop thread only; no blocking, no user code.
 from __future__ import annotations
 
@@ -221,9 +222,23 @@ class OrderedCore:
         name, or None when the read ended first (one created meanwhile is deleted at once)."""
         engine = self.engine
         assert engine is not None
-        resp = await create_incarnation(self._target.jsapi, lambda: create_request(self._target, config(self.cursor)),
-                                        self._sink, engine.halted, engine.halt)
+        tried: list[str] = []
+
+        def request() -> tuple[str, dict[str, Any], str]:
+            req = create_request(self._target, config(self.cursor))
+            tried.append(req[2])
+            return req
+
+        try:
+            resp = await create_incarnation(self._target.jsapi, request, self._sink, engine.halted, engine.halt)
+        except asyncio.CancelledError:
+            for name in tried:  # a create on its way when its caller gave up: the server may still make it
+                self.delete_soon(name)
+            raise
         name = resp["name"] if resp is not None else None
+        for other in tried:
+            if other != name:
+                self.delete_soon(other)  # a try that timed out may have landed after all
         if name is not None and (engine.ending or engine.halted.is_set()):
             self.delete_soon(name)  # ended while creating: the Terminal did not know this one
             return None

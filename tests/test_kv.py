@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 
+import attrs
 import pytest
 
 import jetstream_sync as jss
@@ -553,6 +554,23 @@ def test_every_call_on_a_deleted_bucket_raises_bucket_not_found(js, kv):
                  lambda: kv.watch(), lambda: kv.put("a", b"2"), lambda: kv.status()):
         with pytest.raises(jss.BucketNotFoundError, match=f"key-value bucket '{kv.bucket}' not found"):
             call()
+
+
+@pytest.mark.timeout(60)
+def test_a_write_nobody_answers_while_the_bucket_exists_is_no_responders_not_bucket_not_found(js, kv):
+    # What a replicated bucket's writer meets while its stream elects a leader: the bucket exists but
+    # nobody answers the publish. Made here by moving the stream off the bucket's subjects for a while.
+    cfg = js.stream_info(kv.stream_name).config
+    js.update_stream(attrs.evolve(cfg, subjects=["elsewhere.>"]))
+    writes = (lambda: kv.put("a", b"1"), lambda: kv.create("a", b"1"), lambda: kv.update("a", b"1", last=0),
+              lambda: kv.delete("a"), lambda: kv.purge("a"))
+    for write in writes:
+        with pytest.raises(jss.NoRespondersError, match=f"bucket '{kv.bucket}' exists") as err:
+            write()
+        assert not isinstance(err.value, jss.BucketNotFoundError)
+        assert err.value.retriable and err.value.subject == f"$KV.{kv.bucket}.a"
+    js.update_stream(cfg)
+    assert kv.put("a", b"2") == 1  # the same bucket, writable again
 
 
 def test_a_per_key_ttl_on_a_bucket_without_limit_marker_ttl_says_what_to_set(kv):

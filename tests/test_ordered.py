@@ -44,6 +44,12 @@ def seq(msg: jss.Msg) -> int:
     return msg.metadata.sequence.stream
 
 
+def _process_state(pid: int) -> str:
+    """The kernel's state letter of process ``pid`` (T or t: stopped; a SIGSTOP lands in its own time)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def server_consumers(js, stream_name) -> list[str]:
     return list(js.consumer_names(stream_name))
 
@@ -572,6 +578,33 @@ def test_a_missed_heartbeat_is_reported_and_reading_resumes_with_no_gap(fresh_se
         assert got == list(range(1, 16))
         assert_quiet(msgs)
         assert msgs.error is None
+
+
+@pytest.mark.timeout(60)
+def test_a_read_whose_start_times_out_leaves_no_consumer_and_no_pull_behind(fresh_server, fresh_client, file_stream):
+    # The server answers nothing while messages() creates its first consumer, so the call gives up after
+    # the context's timeout (an object read during a leader's SIGKILL meets this). Once the server is
+    # back, nothing of that read may live on: not the consumer whose create the server takes late, not a
+    # pull that recreates one at its next missed heartbeat.
+    publish(file_stream, "of.a", 3)
+    oc = fresh_client.jetstream(timeout=1.0).ordered_consumer("ORDFILE")
+    pid = fresh_server.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: _process_state(pid) in ("T", "t"), 5, interval=0.001, what="the server to be stopped")
+        with pytest.raises(jss.TimeoutError):
+            oc.messages(expires=1.0, idle_heartbeat=0.5)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: server_consumers(file_stream, "ORDFILE") == [], 15, interval=0.1,
+             what="no consumer left on the stream")
+    # A pull left running without its reader would make a consumer again on the next reconnect.
+    fresh_server.restart()
+    wait_for(lambda: fresh_client.is_connected, 10, what="the client to reconnect")
+    with oc.messages() as msgs:  # the ordered consumer is free for the next read, which starts at the cursor
+        assert read_stream(msgs, 3) == [1, 2, 3]
+        assert len(server_consumers(file_stream, "ORDFILE")) == 1  # this read's own, and no other
+    wait_for(lambda: server_consumers(file_stream, "ORDFILE") == [], 10, what="the read's consumer deleted")
 
 
 @pytest.mark.timeout(60)

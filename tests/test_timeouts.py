@@ -4,7 +4,7 @@ import os
 import pickle
 import re
 import signal
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 
@@ -122,3 +122,26 @@ def test_a_core_request_and_a_double_ack_name_their_target(setup):
                 "timed out after 0.3 s")):
             msg.double_ack(timeout=0.3)
     msg.double_ack(timeout=5)  # still unacked after the timeout: it can be retried
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.faults
+def test_an_object_put_whose_chunks_get_no_puback_names_the_publish_that_timed_out(setup):
+    server, _client, js, _stream, _consumer = setup
+    store = js.create_object_store("FILES", storage="memory")
+    frozen = ExitStack()
+
+    def freeze_after_the_first_chunk(done: int, total: int | None) -> None:
+        if done == 1024:
+            frozen.enter_context(paused(server))  # the next chunks go out to a server that answers nothing
+
+    with frozen:
+        with pytest.raises(TimeoutError) as info:
+            store.put("big", b"x" * 4096, chunk_size=1024, progress=freeze_after_the_first_chunk, timeout=0.5)
+    # Ours, saying what waited and how long: not concurrent.futures' bare TimeoutError() of a wait that
+    # ran out before the PubAck's own deadline was called.
+    assert isinstance(info.value, jss.TimeoutError), repr(info.value)
+    assert re.fullmatch(r"publish to '\$O\.FILES\.C\.\w+' timed out after 0\.5 s: no PubAck from the server",
+                        str(info.value)), str(info.value)
+    store.put("big", b"y" * 4096, chunk_size=1024, timeout=5)  # the server is back: a put works
+    assert store.get_bytes("big") == b"y" * 4096
