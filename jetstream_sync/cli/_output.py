@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import stat
 import sys
 from datetime import datetime, timezone
-from typing import IO, Any, Iterable, Sequence
+from typing import IO, Any, Callable, Iterable, Sequence, TypeVar
 
 from .._time import format_time
 
@@ -209,3 +211,29 @@ def print_message(out: Output, title: str, subject: str, headers: Any, data: byt
     out.line()
     out.line(payload_text(data))
     out.line()
+
+
+_T = TypeVar("_T")
+
+
+def write_whole(target: str, write: Callable[[str], _T]) -> _T:
+    """``write(path)`` the output file ``target`` so that it appears whole or not at all: a regular file
+    (or none yet) is written as a temporary file beside it, renamed over it once complete (keeping the
+    replaced file's permissions; through a symlink, the file it points to) and removed on any failure; a
+    device or pipe is written to directly. Returns what ``write`` returns."""
+    if os.path.exists(target) and not os.path.isfile(target):
+        return write(target)
+    final = os.path.realpath(target)
+    partial = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.part")
+    try:
+        result = write(partial)
+        if os.path.exists(final):
+            os.chmod(partial, stat.S_IMODE(os.stat(final).st_mode))
+        os.replace(partial, final)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except FileNotFoundError:
+            pass
+        raise
+    return result

@@ -16,7 +16,6 @@ import argparse
 import base64
 import json
 import os
-import stat
 from datetime import datetime
 from typing import IO, Any, Iterator
 
@@ -24,7 +23,7 @@ import jetstream_sync as jss
 
 from ._args import UsageError, int_at_least, subject, time_ago
 from ._errors import CommandError, NotFound
-from ._output import Output, fmt_int, progress_bar
+from ._output import Output, fmt_int, progress_bar, write_whole
 from ._prompt import can_ask, confirm_or_force, force_flag
 from ._session import Session
 
@@ -168,25 +167,8 @@ def _counted(batches: Iterator[Any], bar: Any, first: int, end: int, since: date
 
 
 def _write_file(pa: Any, fmt: str, encoding: str, batches: Iterator[Any], target: str) -> int:
-    """Write ``batches`` to ``target`` in ``fmt``; return the rows written. A regular file (or none yet) is
-    written as a temporary file beside it, renamed over it once complete, removed on failure; a device or
-    pipe is written to directly."""
-    if os.path.exists(target) and not os.path.isfile(target):
-        return _write(pa, fmt, encoding, batches, target)
-    final = os.path.realpath(target)  # through a symlink: replace the file it points to
-    partial = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.part")
-    try:
-        rows = _write(pa, fmt, encoding, batches, partial)
-        if os.path.exists(final):  # the replaced file's permissions carry over
-            os.chmod(partial, stat.S_IMODE(os.stat(final).st_mode))
-        os.replace(partial, final)
-    except BaseException:
-        try:
-            os.unlink(partial)
-        except FileNotFoundError:
-            pass
-        raise
-    return rows
+    """Write ``batches`` to ``target`` in ``fmt``, whole or not at all (``write_whole``); the rows written."""
+    return write_whole(target, lambda path: _write(pa, fmt, encoding, batches, path))
 
 
 def _write(pa: Any, fmt: str, encoding: str, batches: Iterator[Any], path: str) -> int:

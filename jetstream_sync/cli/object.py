@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 from typing import IO, Any, Callable
 
@@ -17,7 +16,8 @@ import jetstream_sync as jss
 
 from ._args import CONNECTION_NOTE, UsageError, age, common_options, header, int_at_least, key_value, size
 from ._errors import CommandError, NotFound
-from ._output import Output, fmt_bool, fmt_duration, fmt_int, fmt_limit, fmt_size, fmt_time, progress_bar
+from ._output import (Output, fmt_bool, fmt_duration, fmt_int, fmt_limit, fmt_size, fmt_time, progress_bar,
+                      write_whole)
 from ._prompt import can_ask, confirm_or_force, force_flag
 from ._session import Session
 
@@ -535,23 +535,9 @@ def _copy(reader: Any, sink: IO[bytes], progress: Callable[[int, int | None], An
 
 
 def _write_file(reader: Any, target: str, progress: Callable[[int, int | None], Any]) -> None:
-    """Write ``reader`` to ``target``. A regular file (or none yet) is written as a
-    temporary file beside it, renamed over it once complete; a device or pipe is written to directly."""
-    if os.path.exists(target) and not os.path.isfile(target):
-        with open(target, "wb") as sink:
+    """Write ``reader`` to ``target``, whole or not at all (``write_whole``)."""
+    def write(path: str) -> None:
+        with open(path, "wb") as sink:
             _copy(reader, sink, progress)
-        return
-    final = os.path.realpath(target)  # through a symlink: replace the file it points to
-    partial = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.part")
-    try:
-        with open(partial, "wb") as sink:
-            _copy(reader, sink, progress)
-        if os.path.exists(final):  # the replaced file's permissions carry over
-            os.chmod(partial, stat.S_IMODE(os.stat(final).st_mode))
-        os.replace(partial, final)
-    except BaseException:
-        try:
-            os.unlink(partial)
-        except FileNotFoundError:
-            pass
-        raise
+
+    write_whole(target, write)
