@@ -15,10 +15,13 @@ from typing import Any, Callable
 from . import errors
 from .object_meta import ObjectInfo, chunk_subject, digest_of
 
-__all__ = ["READ_BUFFER_BYTES", "ObjectReader"]
+__all__ = ["READ_BUFFER_BYTES", "REPLICA_SETTLE", "ObjectReader"]
 
 #: At most this many bytes of chunks wait in the reader's buffer (the ordered pull's byte budget).
 READ_BUFFER_BYTES = 8 * 1024 * 1024
+#: Seconds a reader of a replicated store waits for chunks its consumer's node has not stored yet (a
+#: replica catching up after a restart) before it calls the object short.
+REPLICA_SETTLE = 10.0
 
 
 class ObjectReader(io.RawIOBase):
@@ -32,12 +35,15 @@ class ObjectReader(io.RawIOBase):
     """
 
     def __init__(self, js: Any, stream: str, info: ObjectInfo, timeout: float | None,
-                 store_info: Callable[[], ObjectInfo | None] = lambda: None) -> None:
+                 store_info: Callable[[], ObjectInfo | None] = lambda: None, settle: float = 0.0) -> None:
         super().__init__()
         self.info = info
         #: The object's info as the store has it now (None: gone), asked when a chunk is late.
         self._store_info = store_info
         self._timeout = timeout
+        self._settle = settle
+        #: The chunk after the one being handed out, taken early to tell a lagging replica from a short object.
+        self._ahead: Any = None
         self._left = info.chunks
         self._chunk = memoryview(b"")
         self._hash = hashlib.sha256()
@@ -69,13 +75,9 @@ class ObjectReader(io.RawIOBase):
         return n
 
     def _next_chunk(self) -> bytes:
-        try:
-            msg = self._msgs.next(self._timeout)
-        except StopIteration:
-            raise errors.JetStreamError(f"reading object {self.info.name!r}: the read was stopped") from None
-        except errors.TimeoutError:
-            self._replaced()
-            raise
+        msg, self._ahead = self._ahead, None
+        if msg is None:
+            msg = self._receive(self._timeout)
         data = msg.data
         self._hash.update(data)
         self._read += len(data)
@@ -83,13 +85,30 @@ class ObjectReader(io.RawIOBase):
         if not self._left:
             self._finish()
         elif not msg.metadata_numbers()[2]:
-            # Nothing more is stored for this object, and its meta promised more chunks: it is short.
-            self._stop()
-            info = self.info
-            raise errors.DigestMismatchError(
-                f"object {info.name!r} of store {info.bucket!r}: its chunks end after {info.chunks - self._left} "
-                f"of {info.chunks} ({self._read} of {info.size} bytes)", info.digest, digest_of(self._hash))
+            # Nothing more is stored for this object on the consumer's node, and its meta promised more
+            # chunks. On a replicated store that node may be a replica still storing them: wait a little.
+            try:
+                if self._settle <= 0:
+                    raise errors.TimeoutError("no settle time")
+                wait = self._settle if self._timeout is None else min(self._settle, self._timeout)
+                self._ahead = self._receive(wait)
+            except errors.TimeoutError:
+                self._stop()
+                info = self.info
+                raise errors.DigestMismatchError(
+                    f"object {info.name!r} of store {info.bucket!r}: its chunks end after "
+                    f"{info.chunks - self._left} of {info.chunks} ({self._read} of {info.size} bytes)",
+                    info.digest, digest_of(self._hash)) from None
         return data
+
+    def _receive(self, timeout: float | None) -> Any:
+        try:
+            return self._msgs.next(timeout)
+        except StopIteration:
+            raise errors.JetStreamError(f"reading object {self.info.name!r}: the read was stopped") from None
+        except errors.TimeoutError:
+            self._replaced()
+            raise
 
     def _replaced(self) -> None:
         """A chunk did not come in time: if the object was replaced or deleted meanwhile (its chunks

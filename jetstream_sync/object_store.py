@@ -31,7 +31,7 @@ from .config import DiscardPolicy, Placement, StorageType, StoreCompression, Str
 from .kv_watch import KeyWatcher, watch_config
 from .message import Msg
 from .object_meta import ObjectInfo, ObjectLink, chunk_subject, digest_of, meta_subject, new_nuid
-from .object_reader import ObjectReader
+from .object_reader import REPLICA_SETTLE, ObjectReader
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "ObjectInfo", "ObjectLink", "ObjectStore", "ObjectStoreConfig", "ObjectStoreStatus",
            "ObjectWatcher", "object_stream_config"]
@@ -235,6 +235,8 @@ class ObjectStore:
         self.bucket: str = cfg.name[4:]
         self.stream_name: str = cfg.name
         self._direct = bool(cfg.allow_direct)
+        #: A replicated store's reader may be served by a replica still storing an object's last chunks.
+        self._replicated = (cfg.num_replicas or 1) > 1
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -284,7 +286,8 @@ class ObjectStore:
             if info.link is not None:
                 raise ValueError(f"object {name!r} links to a link ({info.name!r}): links are followed once")
         return ObjectReader(self._js, store.stream_name, info, self._js._resolve_timeout(timeout),
-                            lambda: store._info(info.name, timeout))
+                            lambda: store._info(info.name, timeout),
+                            settle=REPLICA_SETTLE if store._replicated else 0.0)
 
     def get_bytes(self, name: str, *, timeout: Timeout = DEFAULT) -> bytes:
         """The whole object ``name`` as bytes (memory: the object's size). See :meth:`get`."""

@@ -25,6 +25,7 @@ import pytest
 
 import jetstream_sync as jss
 from jetstream_sync.config import StreamInfo
+from jetstream_sync.object_reader import ObjectReader
 
 from conftest import assert_sends_nothing, wait_for
 
@@ -534,6 +535,35 @@ def test_a_digest_mismatch_in_get_file_removes_the_partial_file(js, obs, tmp_pat
         obs.get_file("f", target)
     assert (err.value.expected, err.value.actual) == (digest_of(b"something else"), info.digest)
     assert not target.exists()
+
+
+def test_an_object_whose_last_chunk_is_gone_is_short(js, obs):
+    obs.put("f", os.urandom(3 * CHUNK), chunk_size=CHUNK)
+    js.stream(obs.stream_name).delete_msg(3)  # chunks are sequences 1-3, the meta 4
+    with pytest.raises(jss.DigestMismatchError, match=r"its chunks end after 2 of 3 \(2000 of 3000 bytes\)"):
+        obs.get_bytes("f")
+    wait_for(lambda: consumers_of(js, obs) == [], 10, what="the reader's consumer to be deleted")
+
+
+@pytest.mark.timeout(60)
+def test_a_reader_waits_for_chunks_its_node_has_not_stored_yet(js, obs):
+    # A replicated store's reader may be served by a replica still storing the last chunks: it waits
+    # up to its settle time for them instead of calling the object short.
+    data = os.urandom(3 * CHUNK)
+    info = obs.put("f", data, chunk_size=CHUNK)
+    js.stream(obs.stream_name).delete_msg(3)
+    reader = ObjectReader(js, obs.stream_name, info, 30.0, settle=20.0)
+
+    def store_the_last_chunk_late():
+        wait_for(lambda: reader._read == 2 * CHUNK, 20, what="the reader to have the first two chunks")
+        js.publish(chunk_subject(obs.bucket, info.nuid), data[2 * CHUNK:])
+
+    late = threading.Thread(target=store_the_last_chunk_late, daemon=True)
+    late.start()
+    with reader:
+        assert reader.readall() == data
+    late.join(20)
+    assert not late.is_alive()
 
 
 @pytest.mark.timeout(60)
