@@ -227,7 +227,9 @@ class OrderedConsumer:
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,
                  threshold_bytes: int | None = None) -> MessageStream:
-        """Like ``Consumer.messages``, in stream order, healing gaps and lost consumers by itself."""
+        """Like ``Consumer.messages``, in stream order, healing gaps and lost consumers by itself. The idle
+        heartbeat is 2 s by default (at most ``expires / 2``): a consumer lost with its server is
+        re-created after 4 s of silence."""
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes,
                                ordered=True)
         self._enter("messages")
@@ -241,7 +243,8 @@ class OrderedConsumer:
                 max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                 idle_heartbeat: float | None = None, threshold_messages: int | None = None,
                 threshold_bytes: int | None = None) -> ConsumeHandle:
-        """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself."""
+        """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself; the idle
+        heartbeat as in :meth:`messages`."""
         check_handlers(handler, error_handler)
         opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes,
                                ordered=True)

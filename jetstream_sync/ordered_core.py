@@ -8,7 +8,8 @@
 # Rule 2: incarnations are created through the context's request path (its retry policy first) and
 #         deleted without waiting, the old one at every reset and the last one at the end; an
 #         incarnation created after the engine was told to stop is deleted at once, and so is every
-#         name a create was given up for (timed out, or cancelled with its caller): it may land late.
+#         name a create was given up for (timed out, cancelled with its caller, or outrun by a hedged
+#         try of the ordered pull): it may land late.
 # Rule 3: loop thread only; no blocking, no user code.
 from __future__ import annotations
 

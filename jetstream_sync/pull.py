@@ -14,6 +14,9 @@
 #         pull of it on that connection pull again at once: the server does not go back to the
 #         requests that waited through the pause. The registry of running pulls is written on
 #         the loop threads and read by the resuming thread, under its lock.
+# Rule 5: a replicated consumer's new leader (its 409 Leadership Change, or its leader-elected
+#         advisory, which a continuous pull follows) has the pull pull again at once: the requests
+#         that waited at the old leader are gone, and nothing else would say so before the heartbeat.
 from __future__ import annotations
 
 import asyncio
@@ -578,22 +581,31 @@ class ContinuousPull:
         if (d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking
                 or self._moving):
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
-        request = self._credit.next_request()
+        credit = self._credit
+        idle = not (credit.pending_msgs or credit.pending_bytes)
+        request = credit.next_request()
         if request is None:
             return
         batch, max_bytes = request
         try:
             self._request(batch, max_bytes)
         except errors.JetStreamError as exc:  # disconnected with a full buffer: retry on reconnect
-            self._credit.unsent(batch, max_bytes)
+            credit.unsent(batch, max_bytes)
             log.debug("jetstream_sync: pull request not sent: %s", exc)
+            return
+        if idle:  # the first request waiting at the server since the buffer filled: the silence counts from now
+            d.heartbeat.seen()
 
     def _check_soon(self) -> None:
         self._check()
 
     def missed_heartbeat(self) -> None:
         # The server (or the pull) is gone without a word: report it, forget
-        # the credit that will never arrive and pull afresh.
+        # the credit that will never arrive and pull afresh. With no request
+        # waiting (a full buffer) the server owes no heartbeat: silence is no news.
+        credit = self._credit
+        if not (credit.pending_msgs or credit.pending_bytes):
+            return
         err = errors.NoHeartbeatError(
             f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
         if self._hook is not None and self._hook.lost("heartbeat", err):
