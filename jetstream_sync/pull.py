@@ -421,6 +421,7 @@ def _leadership_change(err: BaseException | None) -> bool:
     """A 409 Leadership Change: the consumer's new leader says the requests waiting at the old one are gone."""
     return isinstance(err, errors.APIError) and err.code == 409 and "leadership change" in err.description.lower()
 
+
 #: The continuous pulls running, by (connection, pull subject): what ``wake_resumed`` wakes.
 _running: dict[tuple[Connection, str], set[ContinuousPull]] = {}
 _running_lock = threading.Lock()

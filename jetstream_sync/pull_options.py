@@ -14,8 +14,8 @@ import attrs
 from ._protocol import check_count, check_int, check_seconds, pin_id_of, pull_request
 from .config import ConsumerConfig, PriorityPolicy, check_priority_group
 
-__all__ = ["BYTES_BATCH", "ORDERED_HEARTBEAT", "ConsumeOptions", "FetchOptions", "Pin", "PriorityOptions", "consume_options",
-           "fetch_options", "priority_options"]
+__all__ = ["BYTES_BATCH", "ORDERED_HEARTBEAT", "ConsumeOptions", "FetchOptions", "Pin", "PriorityOptions",
+           "consume_options", "fetch_options", "priority_options"]
 
 #: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
 BYTES_BATCH = 1_000_000
