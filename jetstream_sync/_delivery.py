@@ -20,6 +20,8 @@ __all__ = ["ACK_PREFIX", "Delivery", "Policy"]
 
 #: What a JetStream message's reply subject starts with (its ack subject).
 ACK_PREFIX = b"$JS.ACK."
+#: The heartbeat alarm never wakes sooner than this after its last wake-up (seconds).
+MIN_TICK = 0.05
 
 
 class Policy(Protocol):
@@ -62,16 +64,23 @@ class Delivery:
         if self.heartbeat.interval:
             self._arm()
 
-    def _arm(self) -> None:
+    def _arm(self, delay: float | None = None) -> None:
         if not self.stopped:
-            self._timer = self.conn.loop_thread.loop.call_later(self.heartbeat.interval, self._on_timer)
+            self._timer = self.conn.loop_thread.loop.call_later(
+                self.heartbeat.interval if delay is None else delay, self._on_timer)
 
     def _on_timer(self) -> None:
         if self.stopped:
             return
-        if self.watching and self.heartbeat.missed(time.monotonic()):
+        hb = self.heartbeat
+        if not self.watching:
+            self._arm()
+            return
+        if hb.missed(time.monotonic()):
             self._policy.missed_heartbeat()
-        self._arm()
+        # Wake when the silence would next count as missed, so a lost consumer is noticed at 2 x the
+        # interval after the last sign of life (a fixed tick noticed it up to a whole interval later).
+        self._arm(max(hb.due_in(time.monotonic()), MIN_TICK))
 
     @property
     def watching(self) -> bool:

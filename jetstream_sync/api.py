@@ -106,6 +106,14 @@ class ApiPrefix:
     def consumer_unpin(self, stream: str, consumer: str) -> str:
         return self("CONSUMER.UNPIN", stream, consumer)
 
+    def consumer_leader_elected(self, stream: str, consumer: str) -> str | None:
+        """The subject of the advisory the server publishes when ``consumer`` gets a new leader, or None
+        with a custom API prefix: the advisories are published in the account that holds the stream,
+        which such a prefix reaches through an import, so they are not seen here."""
+        if self.domain is None and self.prefix != DEFAULT_PREFIX:
+            return None
+        return f"$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.{stream}.{consumer}"
+
     def describe(self, subject: str) -> str:
         """What a request on ``subject`` does, in words, with the subject: for error messages.
 

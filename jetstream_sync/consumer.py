@@ -165,8 +165,9 @@ class Consumer(ConsumerHandle):
 
         At most ``max_messages`` (default 500) or ``max_bytes`` are buffered
         locally; a new pull tops the buffer up when it falls to the threshold
-        (default half). Heartbeats are always on. Blocks only to subscribe
-        and send the first pull. ``group``, ``min_pending``,
+        (default half). Heartbeats are always on. A replicated consumer's new
+        leader (its 409 Leadership Change or leader-elected advisory) is pulled
+        from at once. Blocks only to subscribe and send the first pull. ``group``, ``min_pending``,
         ``min_ack_pending``, ``priority``: the priority group of the pulls, as
         :meth:`fetch` has them; in a pinned group ``expires`` is at most half
         the consumer's ``priority_timeout`` (the pin lasts while new pulls

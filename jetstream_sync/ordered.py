@@ -32,7 +32,7 @@ from .consume import ConsumeHandle, MessageStream, check_handlers
 from ._protocol import ACK_CONSUMER_SEQ, ACK_STREAM_SEQ
 from .message import Msg
 from ._engine import Sink, Target, Terminal
-from .ordered_core import OrderedCore, start_after
+from .ordered_core import HEDGE, OrderedCore, start_after
 from .fetch import MessageBatch
 from .pull import ContinuousPull
 from .pull_options import consume_options
@@ -227,8 +227,11 @@ class OrderedConsumer:
     def messages(self, max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                  idle_heartbeat: float | None = None, threshold_messages: int | None = None,
                  threshold_bytes: int | None = None) -> MessageStream:
-        """Like ``Consumer.messages``, in stream order, healing gaps and lost consumers by itself."""
-        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        """Like ``Consumer.messages``, in stream order, healing gaps and lost consumers by itself. The idle
+        heartbeat is 2 s by default (at most ``expires / 2``): a consumer lost with its server is
+        re-created after 4 s of silence."""
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes,
+                               ordered=True)
         self._enter("messages")
         try:
             return _OrderedMessageStream(self._target(), opts, engine=self._pull_engine)
@@ -240,9 +243,11 @@ class OrderedConsumer:
                 max_messages: int | None = None, max_bytes: int | None = None, expires: float = 30.0,
                 idle_heartbeat: float | None = None, threshold_messages: int | None = None,
                 threshold_bytes: int | None = None) -> ConsumeHandle:
-        """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself."""
+        """Like ``Consumer.consume`` with one worker (order is the point), healing gaps by itself; the idle
+        heartbeat as in :meth:`messages`."""
         check_handlers(handler, error_handler)
-        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes)
+        opts = consume_options(max_messages, max_bytes, expires, idle_heartbeat, threshold_messages, threshold_bytes,
+                               ordered=True)
         self._enter("consume")
 
         def handle(msg: Msg) -> Any:
@@ -387,7 +392,8 @@ class OrderedPull:
     def __init__(self, oc: OrderedConsumer, target: Target, opts: Any, sink: Sink) -> None:
         self._oc = oc
         self._sink = sink
-        self._core = OrderedCore(target, sink, cursor=oc.cursor)
+        # Hedged creates: only the consumer pulled from delivers, so a create answered late costs nothing.
+        self._core = OrderedCore(target, sink, cursor=oc.cursor, hedge=HEDGE)
         self._pull = ContinuousPull(target, opts, self._deliver, hook=self._core)
         self._core.bind(self._pull, self._move)
         self.halted = self._pull.halted

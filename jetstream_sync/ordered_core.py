@@ -8,7 +8,8 @@
 # Rule 2: incarnations are created through the context's request path (its retry policy first) and
 #         deleted without waiting, the old one at every reset and the last one at the end; an
 #         incarnation created after the engine was told to stop is deleted at once, and so is every
-#         name a create was given up for (timed out, or cancelled with its caller): it may land late.
+#         name a create was given up for (timed out, cancelled with its caller, or outrun by a hedged
+#         try of the ordered pull): it may land late.
 # Rule 3: loop thread only; no blocking, no user code.
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ __all__ = ["Movable", "OrderedCore", "create_incarnation", "start_after", "wire_
 
 #: Pause between tries to create an incarnation once the retry policy gave up.
 RESET_RETRY = 1.0
+#: An ordered pull's create not answered within this many seconds is joined by another try.
+HEDGE = 1.0
+#: At most this many creates of one reset wait for an answer at once.
+MAX_TRIES = 4
 
 
 def wire_sequences(reply: bytes) -> tuple[int, int] | None:
@@ -55,7 +60,8 @@ def create_request(target: Target, cfg: ConsumerConfig) -> tuple[str, dict[str, 
 
 
 async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[str, Any], str]], sink: Sink,
-                             halted: threading.Event, halt: Callable[[BaseException], Any]) -> dict[str, Any] | None:
+                             halted: threading.Event, halt: Callable[[BaseException], Any],
+                             hedge: float | None = None) -> dict[str, Any] | None:
     """(loop thread) Create the next server-side consumer of an ordered read; return the server's answer
     (its consumer info, ``name`` and ``num_pending`` among it).
 
@@ -63,24 +69,51 @@ async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[s
     applies first; past it a transient failure is a warning and the next try follows after a pause,
     for as long as the read runs (an ordered consumer heals by itself). A refusal for good (the
     stream is gone, a config the server rejects) calls ``halt(error)``. None once the read has ended.
+
+    With ``hedge`` (seconds), a try not answered by then is joined by another one under a new name
+    (at most :data:`MAX_TRIES` waiting), and the first answer wins: the server places a one-replica
+    consumer on any server of the stream, a killed one included until it is known to be gone, and a
+    create placed there is never answered. The caller deletes every name tried but the winner's.
     """
-    while not halted.is_set():
-        subject, payload, name = request()
-        try:
-            resp = await jsapi.request_async(subject, payload, idempotent=True)
-            return {"name": name, **resp} if isinstance(resp, dict) else {"name": name}
-        except errors.APIError as exc:
-            if not exc.retriable:
-                halt(exc)
-                return None
-            sink(Warning_(exc))  # 503: JetStream busy electing a leader
-        except errors.PermissionViolationError as exc:
-            sink(Warning_(exc))
-        except Exception as exc:  # timeouts, a server on its way back
-            # Said as a warning about recreating, not a bare timeout the caller could take for its own.
-            sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
-        await asyncio.sleep(RESET_RETRY)
-    return None
+    loop = asyncio.get_running_loop()
+    tries: dict[asyncio.Future, str] = {}
+    rest_until = 0.0  # after a failure no new try starts before this (loop time)
+    try:
+        while not halted.is_set():
+            now = loop.time()
+            if len(tries) < (MAX_TRIES if hedge else 1) and now >= rest_until:
+                subject, payload, name = request()
+                tries[asyncio.ensure_future(jsapi.request_async(subject, payload, idempotent=True))] = name
+            if not tries:
+                await asyncio.sleep(rest_until - now)
+                continue
+            wait = hedge if now >= rest_until else (rest_until - now if hedge is None else min(hedge, rest_until - now))
+            done, _ = await asyncio.wait(list(tries), timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                name = tries.pop(task)
+                exc = task.exception()
+                if exc is None:
+                    resp = task.result()
+                    return {"name": name, **resp} if isinstance(resp, dict) else {"name": name}
+                if isinstance(exc, errors.APIError):
+                    if not exc.retriable:
+                        halt(exc)
+                        return None
+                    sink(Warning_(exc))  # 503: JetStream busy electing a leader
+                elif isinstance(exc, errors.PermissionViolationError):
+                    sink(Warning_(exc))
+                elif isinstance(exc, Exception):  # timeouts, a server on its way back
+                    # Said as a warning about recreating, not a bare timeout the caller could take for its own.
+                    sink(Warning_(errors.JetStreamError(f"recreating the ordered consumer: {exc!r}")))
+                else:
+                    raise exc
+                rest_until = loop.time() + RESET_RETRY
+        return None
+    finally:
+        for task in tries:
+            if task.done() and not task.cancelled():
+                task.exception()  # answered as another try won: looked at, so never reported as unread
+            task.cancel()
 
 
 class Movable(Protocol):
@@ -109,8 +142,10 @@ class OrderedCore:
     reconnect into a reset."""
 
     def __init__(self, target: Target, sink: Sink, cursor: int = 0, spawn: Callable[..., Any] | None = None,
-                 created: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 created: Callable[[dict[str, Any]], Any] | None = None, hedge: float | None = None) -> None:
         self._target = target
+        #: Seconds after which an unanswered create is joined by another try (None: one at a time).
+        self._hedge = hedge
         #: Told the server's answer to each incarnation created (loop thread), before the move goes on.
         self._created = created
         self._sink = sink
@@ -230,7 +265,8 @@ class OrderedCore:
             return req
 
         try:
-            resp = await create_incarnation(self._target.jsapi, request, self._sink, engine.halted, engine.halt)
+            resp = await create_incarnation(self._target.jsapi, request, self._sink, engine.halted, engine.halt,
+                                            self._hedge)
         except asyncio.CancelledError:
             for name in tried:  # a create on its way when its caller gave up: the server may still make it
                 self.delete_soon(name)

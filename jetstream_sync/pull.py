@@ -14,6 +14,9 @@
 #         pull of it on that connection pull again at once: the server does not go back to the
 #         requests that waited through the pause. The registry of running pulls is written on
 #         the loop threads and read by the resuming thread, under its lock.
+# Rule 5: a replicated consumer's new leader (its 409 Leadership Change, or its leader-elected
+#         advisory, which a continuous pull follows) has the pull pull again at once: the requests
+#         that waited at the old leader are gone, and nothing else would say so before the heartbeat.
 from __future__ import annotations
 
 import asyncio
@@ -407,6 +410,17 @@ class PullCredit:
 
 
 RETRY_PULL_DELAY = 1.0
+#: Seconds after a consumer leader-elected advisory before a pull acts on it (the new leader answers
+#: pulls once it has taken over, a moment after it announced itself): a pull that heard nothing from
+#: the consumer since then pulls again on a new inbox (its requests died with the old leader), and a
+#: refused pull waiting to be sent again goes at once.
+ELECTED_GRACE = 0.1
+
+
+def _leadership_change(err: BaseException | None) -> bool:
+    """A 409 Leadership Change: the consumer's new leader says the requests waiting at the old one are gone."""
+    return isinstance(err, errors.APIError) and err.code == 409 and "leadership change" in err.description.lower()
+
 
 #: The continuous pulls running, by (connection, pull subject): what ``wake_resumed`` wakes.
 _running: dict[tuple[Connection, str], set[ContinuousPull]] = {}
@@ -465,8 +479,9 @@ class ContinuousPull:
         self._asked = False     # a consumer info was asked since the last sign of life (a 503 is asked about once)
         self._checking = False  # ... and its answer is awaited: no pull goes out meanwhile
         self._registered: tuple[Connection, str] | None = None  # its key in ``_running``, while there
-        self._renewing = False  # pulling afresh after a resume (resumed())
+        self._renewing = False  # pulling afresh on a new inbox (after a resume or a leader change)
         self._resumed_again = False  # ... and another resume came meanwhile: renew once more after it
+        self._elected: Any = None  # the subscription to the consumer's leader-elected advisory
         self._moving = False    # ... and the old inbox is being dropped: no pull goes out meanwhile
         #: The handle's pin of a pinned priority group (ADR-42), None for any other pull.
         self._pin = opts.priority.pin if opts.priority is not None else None
@@ -482,6 +497,47 @@ class ContinuousPull:
             self._registered = key = (self._conn, self._subject)
             with _running_lock:
                 _running.setdefault(key, set()).add(self)
+            await self._watch_elections()
+
+    async def _watch_elections(self) -> None:
+        """Follow the consumer's leader-elected advisories (a replicated consumer's new leader): a pull
+        whose requests died with the old leader, and that no 409 Leadership Change reached, pulls again
+        then rather than at its missed heartbeat. Best effort: without the permission to subscribe, the
+        409 and the heartbeat alarm remain."""
+        target = self._target
+        if target.api is None or target.stream is None or target.consumer is None:
+            return
+        subject = target.api.consumer_leader_elected(target.stream, target.consumer)
+        if subject is None:
+            return
+        try:
+            sub = await self._conn.subscribe_raw(subject, self._on_elected)
+        except Exception as exc:  # noqa: BLE001 - the pull goes on without it
+            log.debug("jetstream_sync: %s: not following its leader elections: %r", target.label, exc)
+            return
+        if self._d.stopped:
+            await self._conn.unsubscribe_raw(sub)
+            return
+        self._elected = sub
+
+    def _on_elected(self, subject: bytes, reply: bytes, data: bytes, raw_headers: bytes) -> None:
+        """(loop thread) The consumer has a new leader: a refused pull waiting to be sent again goes now;
+        else, unless the consumer spoke to this pull meanwhile (a 409 Leadership Change, a message), pull
+        again on a new inbox."""
+        if self._d.stopped:
+            return
+        elected = _monotonic()
+
+        def act() -> None:
+            if self._d.stopped:
+                return
+            if self._retry_timer is not None:
+                self._retry_timer.cancel()
+                self._retry_pull()
+            elif self._d.heartbeat.last_seen < elected:
+                self._renew_soon(paused=False)
+
+        self._conn.loop_thread.loop.call_later(ELECTED_GRACE, act)
 
     def attach(self) -> None:
         """Follow the connection's events and arm the heartbeat alarm; nothing is pulled until
@@ -526,22 +582,31 @@ class ContinuousPull:
         if (d.stopped or d.paused or self._retry_timer is not None or d.sub is None or self._checking
                 or self._moving):
             return  # a refused pull waits out RETRY_PULL_DELAY before the next one
-        request = self._credit.next_request()
+        credit = self._credit
+        idle = not (credit.pending_msgs or credit.pending_bytes)
+        request = credit.next_request()
         if request is None:
             return
         batch, max_bytes = request
         try:
             self._request(batch, max_bytes)
         except errors.JetStreamError as exc:  # disconnected with a full buffer: retry on reconnect
-            self._credit.unsent(batch, max_bytes)
+            credit.unsent(batch, max_bytes)
             log.debug("jetstream_sync: pull request not sent: %s", exc)
+            return
+        if idle:  # the first request waiting at the server since the buffer filled: the silence counts from now
+            d.heartbeat.seen()
 
     def _check_soon(self) -> None:
         self._check()
 
     def missed_heartbeat(self) -> None:
         # The server (or the pull) is gone without a word: report it, forget
-        # the credit that will never arrive and pull afresh.
+        # the credit that will never arrive and pull afresh. With no request
+        # waiting (a full buffer) the server owes no heartbeat: silence is no news.
+        credit = self._credit
+        if not (credit.pending_msgs or credit.pending_bytes):
+            return
         err = errors.NoHeartbeatError(
             f"{self._target.label}: no message or heartbeat for {self._d.heartbeat.limit:.3g}s")
         if self._hook is not None and self._hook.lost("heartbeat", err):
@@ -626,6 +691,8 @@ class ContinuousPull:
             self._ask(err, terminal=False)
         elif not self._checking:
             self._sink(Warning_(err))
+        if _leadership_change(err) and self._renew_soon(paused=False):
+            return  # the new leader is there: pull from it at once, on a new inbox (see _renew)
         self._credit.forget()
         if self._retry_timer is None:
             self._retry_timer = self._conn.loop_thread.loop.call_later(RETRY_PULL_DELAY, self._retry_pull)
@@ -641,21 +708,35 @@ class ContinuousPull:
         old one (which makes the server discard the request waiting on it). Nothing while disconnected
         (the reconnect pulls afresh) or once stopped; one renewal at a time (a resume during one renews
         again after it: a pause between the two could have caught the fresh request)."""
+        self._renew_soon(paused=True)
+
+    def _renew_soon(self, paused: bool) -> bool:
+        """(loop thread) Pull afresh on a new inbox (:meth:`_renew`), after the consumer was resumed
+        (``paused``) or got a new leader; True when a renewal is (or already was) on its way."""
         d, credit = self._d, self._credit
         if self._renewing:
-            self._resumed_again = True
-            return
+            if paused:
+                self._resumed_again = True
+            return True
         if d.stopped or d.paused or d.sub is None:
-            return
+            return False
         if not (credit.pending_msgs or credit.pending_bytes):
-            return  # no request of ours is waiting (the buffer is full): the next one goes out as usual
+            return False  # no request of ours is waiting (the buffer is full): the next one goes out as usual
         self._renewing = True
-        self._conn.loop_thread.spawn(self._renew(), name="jetstream-sync-pull-renew")
+        if not paused and self._retry_timer is not None:  # a new leader is there: no reason to wait
+            self._retry_timer.cancel()
+            self._retry_timer = None
+        self._conn.loop_thread.spawn(self._renew(paused), name="jetstream-sync-pull-renew")
+        return True
 
-    async def _renew(self) -> None:
+    async def _renew(self, paused: bool) -> None:
+        """Pull afresh on a new inbox, dropping the old one: the server discards the requests waiting on it
+        (each one left at a resumed consumer, or answered by a new leader), and whatever they still deliver
+        goes back at once, so no request counts twice."""
         client, d = self._conn, self._d
         try:
-            await self._until_resumed()
+            if paused:
+                await self._until_resumed()
             if d.stopped or d.paused or d.sub is None:
                 return
             inbox = client.new_inbox()
@@ -682,7 +763,7 @@ class ContinuousPull:
             self._renewing = False
             if self._resumed_again:
                 self._resumed_again = False
-                self.resumed()
+                self._renew_soon(paused=True)
 
     async def _until_resumed(self) -> None:
         """Wait (at most :data:`CHECK_TIMEOUT`) until the consumer's info no longer says paused: in a
@@ -741,6 +822,9 @@ class ContinuousPull:
             return
         if self._retry_timer is not None:
             self._retry_timer.cancel()
+        if self._elected is not None:
+            sub, self._elected = self._elected, None
+            self._conn.loop_thread.spawn(self._conn.unsubscribe_raw(sub), name="jetstream-sync-unsub")
         key, self._registered = self._registered, None
         if key is not None:
             with _running_lock:

@@ -14,8 +14,8 @@ import attrs
 from ._protocol import check_count, check_int, check_seconds, pin_id_of, pull_request
 from .config import ConsumerConfig, PriorityPolicy, check_priority_group
 
-__all__ = ["BYTES_BATCH", "ConsumeOptions", "FetchOptions", "Pin", "PriorityOptions", "consume_options",
-           "fetch_options", "priority_options"]
+__all__ = ["BYTES_BATCH", "ORDERED_HEARTBEAT", "ConsumeOptions", "FetchOptions", "Pin", "PriorityOptions",
+           "consume_options", "fetch_options", "priority_options"]
 
 #: With max_bytes the request's batch is set this high, so bytes are the limit (ADR-37).
 BYTES_BATCH = 1_000_000
@@ -27,6 +27,12 @@ TIMEOUT_MARGIN = 0.1
 MIN_REST = 0.05
 #: The server's ``priority_timeout`` of a ``pinned_client`` consumer that does not set one (seconds).
 DEFAULT_PRIORITY_TIMEOUT = 120.0
+#: The idle heartbeat of an ordered consumer's ``messages()``/``consume()`` when none is given (seconds;
+#: at most ``expires / 2``). Its consumer lives on one server: when that server dies nothing else tells
+#: the client, so the missed-heartbeat alarm (2 x this) is how soon it is re-created elsewhere. The cost:
+#: while no message comes, the server sends one heartbeat per interval for each pull request waiting
+#: (about 0.5 status messages a second for an idle reader).
+ORDERED_HEARTBEAT = 2.0
 
 
 class Pin:
@@ -232,12 +238,14 @@ class ConsumeOptions:
 
 def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: Any = 30.0,
                     idle_heartbeat: Any = None, threshold_messages: Any = None,
-                    threshold_bytes: Any = None, priority: PriorityOptions | None = None) -> ConsumeOptions:
+                    threshold_bytes: Any = None, priority: PriorityOptions | None = None,
+                    ordered: bool = False) -> ConsumeOptions:
     """Apply ADR-37's defaults and rules for messages()/consume().
 
     ``max_messages`` 500 when neither limit is given; ``max_messages`` and
     ``max_bytes`` exclusive; ``expires`` at least 1 s; ``idle_heartbeat``
-    expires/2 capped at 30 s (at least 0.5 s, at most expires/2); thresholds
+    expires/2 capped at 30 s (at least 0.5 s, at most expires/2), or for an
+    ``ordered`` consumer :data:`ORDERED_HEARTBEAT` capped at expires/2; thresholds
     50% and never above their limit.
 
     A ``pinned_client`` group keeps its pin only while new pulls come within its ``priority_timeout``:
@@ -252,7 +260,7 @@ def consume_options(max_messages: Any = None, max_bytes: Any = None, expires: An
         raise ValueError(f"expires must be at least 1 second for messages()/consume(), got {expires!r}")
     hb = check_seconds(idle_heartbeat, "idle_heartbeat")
     if hb is None:
-        hb = max(0.5, min(exp / 2, 30.0))
+        hb = max(0.5, min(exp / 2, ORDERED_HEARTBEAT if ordered else 30.0))
     elif hb > exp / 2:
         raise ValueError(f"idle_heartbeat must be at most half of expires ({exp / 2:.3g}s), got {hb:.3g}s")
     elif hb < 0.5 or hb > 30.0:

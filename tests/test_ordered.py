@@ -150,6 +150,29 @@ def test_messages_yields_every_sequence_once_in_order_through_a_small_buffer(js,
 
 
 @pytest.mark.timeout(30)
+def test_a_handler_slower_than_the_heartbeat_alarm_with_a_full_buffer_causes_no_missed_heartbeat(js, stream, subj):
+    # A full buffer means no pull request waits at the server, which then owes no heartbeat: the silence
+    # is no sign of a lost consumer (with the short default heartbeat of an ordered consumer, counting it
+    # re-created the consumer every few seconds under a slow handler).
+    publish(js, f"{subj}.a", 10)
+    oc = js.ordered_consumer(stream.name)
+    rec = Recorder()
+
+    def slow(msg: jss.Msg) -> None:
+        rec.handler(msg)
+        time.sleep(1.2)  # the handler's own work, longer than 2 x idle_heartbeat (0.5 s)
+
+    handle = oc.consume(slow, error_handler=rec.on_error, max_messages=4, expires=1.0)
+    try:
+        wait_for(lambda: len(rec.snapshot()) >= 3, 15, what="3 slow messages handled")
+    finally:
+        handle.stop()
+    assert handle.wait(5)
+    assert rec.snapshot() == [1, 2, 3]
+    assert rec.errors == [] and handle.error is None
+
+
+@pytest.mark.timeout(30)
 def test_consume_hands_every_sequence_once_in_order_to_a_single_worker(js, stream, subj):
     publish(js, f"{subj}.a", 80)
     oc = js.ordered_consumer(stream.name)

@@ -216,3 +216,39 @@ def test_a_missed_heartbeat_and_an_overflow_are_said_once_each_as_warnings():
     assert core.lost("dropped", None)
     said = [type(i.error) for i in items if type(i) is Warning_]
     assert said == [jss.NoHeartbeatError, jss.SlowConsumerError]
+
+
+class _DeadNodeApi(_Api):
+    """The first create lands on a server that died: it is never answered. Later ones are."""
+
+    async def request_async(self, subject, payload, timeout=None, *, idempotent):
+        if not self.created:
+            self.created.append(payload["config"])
+            await asyncio.Event().wait()  # never answered
+        self.created.append(payload["config"])
+        return {}
+
+
+@pytest.mark.timeout(10)
+def test_a_hedged_create_not_answered_is_joined_by_another_and_the_unanswered_one_is_deleted():
+    api, items, tasks = _DeadNodeApi(), [], []
+    target = Target(conn=None, label="the ordered consumer of stream 'S'", timeout=5.0, name="o", stream="S",
+                    consumer="o", jsapi=api, api=ApiPrefix(None, None))
+    core = OrderedCore(target, items.append, hedge=0.05,
+                       spawn=lambda coro, name=None: tasks.append(asyncio.get_running_loop().create_task(coro)))
+    _config = _configs()
+    engine = _Engine()
+    names: list = []
+
+    async def move() -> None:
+        names.append(await core.create(_config))
+
+    core.bind(engine, move)
+
+    async def run() -> None:
+        await asyncio.wait_for(core.reset(), 5)
+
+    asyncio.run(run())
+    assert names == ["o_2"] and core.name == "o_2"
+    assert api.deleted == ["o_1"]  # the try that was never answered may still land: deleted
+    assert items == []  # a hedge is no failure: nothing to warn about

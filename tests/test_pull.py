@@ -27,6 +27,20 @@ def test_consume_defaults_to_500_messages_30s_expiry_15s_heartbeat_and_half_thre
     assert opts.threshold_bytes is None
 
 
+@pytest.mark.parametrize(("expires", "heartbeat"), [(30.0, 2.0), (4.0, 2.0), (3.0, 1.5), (1.0, 0.5)])
+def test_an_ordered_consume_defaults_to_a_2s_heartbeat_capped_at_half_of_expires(expires, heartbeat):
+    # Its consumer lives on one server, and only the heartbeat alarm (2 x this) notices that server die.
+    assert consume_options(expires=expires, ordered=True).idle_heartbeat == heartbeat
+
+
+def test_an_ordered_consume_keeps_an_explicit_heartbeat_and_its_rules():
+    assert consume_options(idle_heartbeat=10.0, ordered=True).idle_heartbeat == 10.0
+    with pytest.raises(ValueError, match="idle_heartbeat"):
+        consume_options(expires=4.0, idle_heartbeat=3.0, ordered=True)
+    with pytest.raises(ValueError, match="idle_heartbeat"):
+        consume_options(idle_heartbeat=0.1, ordered=True)
+
+
 def test_consume_threshold_messages_defaults_to_half_of_max_messages():
     assert consume_options(max_messages=10).threshold_messages == 5
     assert consume_options(max_messages=7).threshold_messages in (3, 4)

@@ -1,0 +1,215 @@
+# Charter: readers whose server-side consumer dies with a node (SIGKILL) in the shared 3-node cluster
+# (nats_cluster), the client connected to a node that lives: an ordered consumer (R1, on one node) and
+# consume() on an R3 durable whose leader is killed. Proves: messages flow again within RECOVERY seconds
+# of the kill (the ordered consumer with no gap and no duplicate), where waiting out the default missed-
+# heartbeat alarm took half a minute. Code under test: ordered.py, ordered_core.py, pull.py,
+# pull_options.py, _delivery.py.
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+import jetstream_sync as jss
+
+from conftest import wait_for
+
+pytestmark = pytest.mark.cluster
+
+#: The bound: seconds from the kill until messages flow again.
+RECOVERY = 10.0
+#: How long the test waits for the flow to come back before it fails (beyond RECOVERY: to report).
+GIVE_UP = 40.0
+RETRY = jss.RetryPolicy(attempts=40, initial_backoff=0.05, max_backoff=0.5)
+JS_TIMEOUT = 2.0
+#: The publisher's pause between messages: the readers keep up, so what stalls them is the lost consumer
+#: (their pull request waits on the dead node and nothing tells them), not a backlog.
+PAUSE = 0.005
+#: Pull credit: at most this many messages were requested and not handled when the node died, so more
+#: than this many handled after the kill proves a pull served after it.
+CREDIT = 10
+
+
+def meta_leader(cluster) -> str:
+    """The meta leader's server name, as a running node's /jsz says."""
+    for node in cluster.nodes:
+        if node.is_running:
+            with urllib.request.urlopen(node.monitor_url + "/jsz", timeout=5) as resp:
+                leader = (json.loads(resp.read()).get("meta_cluster") or {}).get("leader")
+            if leader:
+                return leader
+    pytest.fail("no meta leader")
+
+
+def node_index(cluster, server_name: str) -> int:
+    return next(i for i, n in enumerate(cluster.nodes) if n.name == server_name)
+
+
+class Setup:
+    """A client connected only to the meta leader's node, which also leads the R3 stream, and a publisher
+    on it: the node killed holds the consumer and nothing else, so no election but the consumer's (R3)
+    stands between the kill and the next message (a meta or stream election takes the server itself 4-9 s)."""
+
+    def __init__(self, cluster) -> None:
+        cluster.wait_ready()
+        self.cluster = cluster
+        self.home = node_index(cluster, meta_leader(cluster))
+        self.name = f"RC_{uuid.uuid4().hex[:8].upper()}"
+        self.client = jss.connect([cluster.nodes[self.home].url], name="cluster-recovery", timeout=JS_TIMEOUT,
+                                  reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        self.js = self.client.jetstream(timeout=JS_TIMEOUT, retry=RETRY)
+        self.stream = self.js.create_stream(name=self.name, subjects=[f"{self.name.lower()}.m"], storage="file",
+                                            num_replicas=3)
+        self.victim: int | None = None
+        self.lock = threading.Lock()
+        self.seqs: list[int] = []
+        self.warnings: list[BaseException] = []
+
+    def healthy(self, consumer: str | None = None) -> bool:
+        infos = [self.stream.info()] + ([self.js.consumer_info(self.name, consumer)] if consumer else [])
+        for info in infos:
+            cl = info.cluster
+            if not cl.leader or len(cl.replicas or []) != 2 or not all(r.current and not r.offline
+                                                                       for r in cl.replicas):
+                return False
+        return True
+
+    def step_down(self, subject: str, leader, to: str | None = None, away: str | None = None) -> str:
+        """Step the leader ``leader()`` names down until it is ``to`` (or not ``away``); return it."""
+        for _ in range(8):
+            old = leader()
+            if (to is not None and old == to) or (away is not None and old not in (None, away)):
+                return old
+            body = json.dumps({"placement": {"preferred": to}}).encode() if to else b""
+            reply = self.client.request(subject, body, timeout=5.0)
+            assert json.loads(reply.data).get("success") is True, reply.data
+            wait_for(lambda: leader() not in (None, old), timeout=20, what=f"a new leader ({subject})")
+        pytest.fail(f"could not move the leader ({subject})")
+
+    def start_publishing(self) -> None:
+        wait_for(self.healthy, timeout=30, what="the R3 stream to be current on every node")
+        self.step_down(f"$JS.API.STREAM.LEADER.STEPDOWN.{self.name}", lambda: self.stream.info().cluster.leader,
+                       to=self.cluster.nodes[self.home].name)
+        self._stop = threading.Event()
+        self.published = 0
+
+        def publish() -> None:
+            while not self._stop.wait(PAUSE):
+                self.js.publish(f"{self.name.lower()}.m", b"x" * 16, msg_id=str(self.published))
+                self.published += 1
+
+        self._publisher = threading.Thread(target=publish, name="recovery-publisher", daemon=True)
+        self._publisher.start()
+
+    def stop_publishing(self) -> None:
+        if getattr(self, "_publisher", None) is not None:
+            self._stop.set()
+            self._publisher.join(30)
+            assert not self._publisher.is_alive()
+
+    def handle(self, msg: jss.Msg) -> None:
+        with self.lock:
+            self.seqs.append(msg.metadata.sequence.stream)
+
+    def warn(self, exc: BaseException) -> None:
+        with self.lock:
+            self.warnings.append(exc)
+
+    def handled(self) -> int:
+        with self.lock:
+            return len(self.seqs)
+
+    def kill_and_time(self, server_name: str, what: str) -> float:
+        """Kill the node ``server_name``; return the seconds until more than CREDIT messages were handled."""
+        self.victim = node_index(self.cluster, server_name)
+        assert self.victim != self.home
+        base = self.handled()
+        t0 = time.monotonic()
+        self.cluster.kill_node(self.victim)
+        wait_for(lambda: self.handled() > base + CREDIT, timeout=GIVE_UP, interval=0.02,
+                 what=f"{what} to deliver again after its node was killed")
+        took = time.monotonic() - t0
+        with self.lock:
+            seen = sorted({f"{type(e).__name__}: {e}" for e in self.warnings})
+        print(f"\n[{what}] flowing again {took:.2f}s after the kill; warnings: {seen}")
+        return took
+
+    def close(self) -> None:
+        try:
+            self.stop_publishing()
+            if self.victim is not None and not self.cluster.nodes[self.victim].is_running:
+                self.cluster.start_node(self.victim)
+            self.cluster.wait_ready()
+        finally:
+            try:
+                self.js.delete_stream(self.name)
+            except jss.JetStreamError:
+                pass  # the cluster is shared; a leftover stream harms nobody
+            finally:
+                self.client.close()
+
+
+@pytest.fixture
+def setup(nats_cluster):
+    s = Setup(nats_cluster)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.mark.timeout(120)
+def test_an_ordered_consumer_whose_node_is_killed_delivers_again_within_10s_with_no_gap_or_duplicate(setup):
+    s = setup
+    s.start_publishing()
+    oc = s.js.ordered_consumer(s.name)
+    handle = None
+    try:
+        for _ in range(20):  # until its consumer lands on a node other than the client's
+            handle = oc.consume(s.handle, error_handler=s.warn, max_messages=CREDIT)
+            wait_for(lambda: s.handled() > 0, timeout=20, what="the ordered consumer to deliver")
+            # the newest incarnation (a stopped one may not be deleted yet)
+            current = max(s.js.consumer_names(s.name), key=lambda n: int(n.rsplit("_", 1)[1]))
+            node = s.js.consumer_info(s.name, current).cluster.leader
+            if node != s.cluster.nodes[s.home].name:
+                break
+            handle.stop()
+        else:
+            pytest.fail("every ordered consumer landed on the client's node")
+        took = s.kill_and_time(node, "ordered consumer")
+        s.stop_publishing()
+        wait_for(lambda: s.handled() >= s.published, timeout=30, what="every message published to be handled")
+        handle.stop()
+        with s.lock:
+            seqs = list(s.seqs)
+        assert seqs == list(range(1, len(seqs) + 1))  # no gap, no duplicate, in order
+        assert took < RECOVERY
+    finally:
+        if handle is not None:
+            handle.stop()
+
+
+@pytest.mark.timeout(120)
+def test_consume_whose_consumer_leader_is_killed_delivers_again_within_10s(setup):
+    s = setup
+    s.start_publishing()
+    consumer = s.js.create_consumer(s.name, durable_name="c", ack_policy="explicit", num_replicas=3)
+    wait_for(lambda: s.healthy("c"), timeout=30, what="the R3 consumer to be current on every node")
+    # The consumer's leader away from the client's node (the client stays connected through the kill).
+    leader = s.step_down(f"$JS.API.CONSUMER.LEADER.STEPDOWN.{s.name}.c", lambda: consumer.info().cluster.leader,
+                         away=s.cluster.nodes[s.home].name)
+
+    def handle(msg: jss.Msg) -> None:
+        msg.ack()
+        s.handle(msg)
+
+    with consumer.consume(handle, error_handler=s.warn, max_messages=CREDIT) as h:
+        wait_for(lambda: s.handled() > 0, timeout=20, what="consume() to deliver")
+        took = s.kill_and_time(leader, "consume() on an R3 durable")
+        assert not h.closed, f"consume() ended: {h.error!r}"
+        h.stop()
+    assert took < RECOVERY
