@@ -69,7 +69,9 @@ def register(spark: Any) -> None:
     """Register the ``jetstream`` data source with ``spark`` (a SparkSession). Needs pyspark >= 4.0.
 
     Not needed when the ``pyspark_jetstream`` package is importable (PySpark
-    registers it by itself); harmless to call twice.
+    registers it by itself); harmless to call twice. On PySpark >= 4.1 it also
+    sets ``spark.sql.python.filterPushdown.enabled`` to true, so subject filters
+    of batch reads are pushed down to the server.
     """
     from . import datasource
 

@@ -53,12 +53,15 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from ._options import ReadSettings
+from ._pushdown import PUSHDOWN_CONF, supported
 from ._reads import (
     READ_SCHEMA,
     DataLossError,
     JetStreamBatchReader,
+    JetStreamPushdownReader,
     JetStreamStreamReader,
     SequenceRange,
+    batch_reader,
     default_partitions,
     split_range,
 )
@@ -70,6 +73,7 @@ __all__ = [
     "JetStreamBatchReader",
     "JetStreamCommitMessage",
     "JetStreamDataSource",
+    "JetStreamPushdownReader",
     "JetStreamStreamReader",
     "JetStreamStreamWriter",
     "JetStreamWriter",
@@ -83,10 +87,14 @@ __all__ = [
 def register(spark: Any) -> None:
     """Register the ``jetstream`` data source on ``spark`` (a SparkSession). Idempotent.
 
-    Not needed when the ``pyspark_jetstream`` package is importable where Spark's Python workers
-    run: PySpark registers it by itself then.
+    On PySpark >= 4.1 it also sets ``spark.sql.python.filterPushdown.enabled`` to true, so subject
+    filters of batch reads are pushed down to the server. Not needed when the ``pyspark_jetstream``
+    package is importable where Spark's Python workers run: PySpark registers the source by itself
+    then (and pushdown waits for that setting).
     """
     spark.dataSource.register(JetStreamDataSource)
+    if supported():
+        spark.conf.set(PUSHDOWN_CONF, "true")
 
 
 class JetStreamDataSource(DataSource):
@@ -104,7 +112,7 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> JetStreamBatchReader:
-        return JetStreamBatchReader(ReadSettings.parse(self.options, streaming=False), schema)
+        return batch_reader(ReadSettings.parse(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> JetStreamStreamReader:
         return JetStreamStreamReader(ReadSettings.parse(self.options, streaming=True), schema)
