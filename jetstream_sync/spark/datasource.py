@@ -26,7 +26,9 @@ sequences, at most one per core of the planning machine: the parallelism of ``lo
 ``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
 ``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
 limits or a purge; false skips ahead to the first one still stored); ``includeHeaders``
-(default true; false leaves ``headers`` null). Read schema::
+(default true; false leaves ``headers`` null). Batch reads also take the query's filters
+``subject = 'x'``, ``subject IN (...)`` and ``subject LIKE 'a.b.%'`` as their subject filters (PySpark
+>= 4.1 with ``spark.sql.python.filterPushdown.enabled``, which :func:`register` sets). Read schema::
 
     subject string, data binary, headers map<string,array<string>>, stream string,
     seq long, timestamp timestamp, msg_id string
