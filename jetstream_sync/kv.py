@@ -12,9 +12,10 @@
 #         point (kv_watch.py), so nothing stored before the call is missed.
 from __future__ import annotations
 
+import contextlib
 import numbers
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -35,6 +36,9 @@ from .config import (
     SubjectTransform,
 )
 from .kv_watch import KV_OPERATION, KeyValueEntry, KeyValueOp, KeyWatcher, entry_from_stored, watch_config
+
+#: Keys asked for per batch direct get of :meth:`KeyValue.get_many` (the server answers for at most 1,024).
+_MULTI_LAST = 1024
 
 __all__ = ["KeyValue", "KeyValueConfig", "KeyValueEntry", "KeyValueOp", "KeyValueStatus", "KeyWatcher", "check_bucket",
            "check_key", "stream_config_of"]
@@ -262,6 +266,41 @@ class KeyValue:
         if entry is None or entry.operation is not KeyValueOp.PUT:
             raise errors.KeyNotFoundError(self.bucket, key, self._not_found(key, revision, entry))
         return entry
+
+    def get_many(self, keys: Iterable[str], *, timeout: Timeout = DEFAULT) -> dict[str, KeyValueEntry]:
+        """The current entries of ``keys``, by key, in the order given; a key without a value (never
+        written, deleted, purged) is left out, as is a repeated one after its first.
+
+        Batch direct gets (``multi_last``: one request per 1,024 keys, answered as a stream of
+        messages) when the server has them (2.11) and the bucket allows direct gets; else one get
+        per key, as :meth:`get` makes it. Blocks the calling thread, at most ``timeout`` per wait
+        for the server. Raises ``TypeError``/``InvalidKeyError`` for a bad key (wildcards
+        included), before anything is sent; ``BucketNotFoundError``, ``TimeoutError``.
+        """
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+            raise TypeError(f"keys must be a list of keys, got {type(keys).__name__}")
+        wanted = list(dict.fromkeys(check_key(k, name=f"keys[{i}]") for i, k in enumerate(keys)))
+        self._jsapi.resolve_timeout(timeout)  # a bad timeout is refused here, before anything is sent
+        entries: dict[str, KeyValueEntry] = {}
+        if self._direct and self._jsapi.supports(1):
+            for lo in range(0, len(wanted), _MULTI_LAST):
+                first = {"multi_last": [self._prefix + k for k in wanted[lo:lo + _MULTI_LAST]]}
+                try:
+                    batch = self._jsapi.direct_batch(self.stream_name, first, multi=True, total=None,
+                                                     max_bytes=None, timeout=timeout)
+                    with contextlib.closing(batch):
+                        for msg in batch:
+                            entry = entry_from_stored(self.bucket, self._prefix, msg)
+                            if entry.operation is KeyValueOp.PUT:
+                                entries[entry.key] = entry
+                except errors.StreamNotFoundError as exc:
+                    raise self._missing(exc) from None
+        else:
+            for key in wanted:
+                entry = self._entry(key, None, timeout)
+                if entry is not None and entry.operation is KeyValueOp.PUT:
+                    entries[key] = entry
+        return {k: entries[k] for k in wanted if k in entries}
 
     def _not_found(self, key: str, revision: int | None, entry: KeyValueEntry | None) -> str:
         at = f" at revision {revision}" if revision is not None else ""

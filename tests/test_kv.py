@@ -133,6 +133,29 @@ def test_put_returns_the_revision_and_get_reads_the_value_back(kv):
     assert kv["color"] == b"red" and "color" in kv and "other" not in kv
 
 
+def test_get_many_reads_the_current_values_of_many_keys_in_one_request_per_1024_keys(api_spy, js, kv):
+    keys = [f"k.{i}" for i in range(1100)]
+    for i, key in enumerate(keys):
+        kv.put(key, f"v{i}")
+    kv.put("k.5", "newer")
+    kv.delete("k.6")
+    kv.purge("k.7")
+    mark = api_spy.mark(js)
+    found = kv.get_many(["never", *reversed(keys), "k.1"])
+    gets = [s for s in api_spy.since(mark) if ".DIRECT.GET." in s]
+    assert len(gets) == 2  # 1,103 distinct keys: two batch direct gets
+    assert list(found) == [k for k in reversed(keys) if k not in ("k.6", "k.7")]
+    assert found["k.5"].value == b"newer" and found["k.1"].value == b"v1"
+    assert found["k.1"] == kv.get("k.1")
+    # Without direct gets: one get per key, the same answer.
+    k5 = kv.get("k.5")
+    js.update_stream(attrs.evolve(js.stream_info(kv.stream_name).config, allow_direct=False))
+    assert js.key_value(kv.bucket).get_many(["k.5", "k.6", "never"]) == {"k.5": k5}
+    assert_sends_nothing(api_spy, js, lambda: kv.get_many(["ok", "a.*"]), jss.InvalidKeyError, "keys\\[1\\]")
+    with pytest.raises(TypeError, match="list of keys"):
+        kv.get_many("k.1")
+
+
 def test_a_missing_key_is_key_not_found_also_a_key_error(kv):
     with pytest.raises(KeyError) as err:
         kv.get("nope")

@@ -4,7 +4,7 @@
 #         lazily, and the data source (datasource with its _reads and _writes, the
 #         modules that need pyspark at import time) is loaded only when
 #         JetStreamDataSource or register() is used.
-# Rule 2: re-exports only; the code lives in _connections, _publisher, _progress, and
+# Rule 2: re-exports only; the code lives in _connections, _publisher, _progress, _lookup, and
 #         datasource with _options, _reads and _writes.
 """Spark (PySpark) integration for jetstream_sync.
 
@@ -22,6 +22,10 @@ Progress on the driver, while an action writes to a stream::
         df.foreachPartition(jss_spark.publisher(servers="nats://nats:4222", subject="ORDERS.new"))
     print(p.summary)
 
+Values of a key-value bucket as a new column, looked up on the executors in batches::
+
+    enriched = jss_spark.kv_lookup(orders, "customer_id", bucket="customers", servers="nats://nats:4222")
+
 The ``jetstream`` data source (``spark.read.format("jetstream")``, ``readStream``,
 ``write``, ``writeStream``) is registered automatically through the
 ``pyspark_jetstream`` package, or explicitly with ``register(spark)``.
@@ -32,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._connections import ConnectionOptions, client_for, drop, drop_all, jetstream_for, worker_identity
+from ._lookup import KeyValueLookup, kv_lookup
 from ._progress import PublishProgress, PublishSummary, progress
 from ._publisher import (
     PartitionPublisher,
@@ -46,6 +51,7 @@ from ._publisher import (
 __all__ = [
     "ConnectionOptions",
     "JetStreamDataSource",
+    "KeyValueLookup",
     "PartitionPublisher",
     "PublishError",
     "PublishProgress",
@@ -55,6 +61,7 @@ __all__ = [
     "drop",
     "drop_all",
     "jetstream_for",
+    "kv_lookup",
     "new_write_id",
     "progress",
     "publish_partition",
@@ -69,7 +76,9 @@ def register(spark: Any) -> None:
     """Register the ``jetstream`` data source with ``spark`` (a SparkSession). Needs pyspark >= 4.0.
 
     Not needed when the ``pyspark_jetstream`` package is importable (PySpark
-    registers it by itself); harmless to call twice.
+    registers it by itself); harmless to call twice. On PySpark >= 4.1 it also
+    sets ``spark.sql.python.filterPushdown.enabled`` to true, so subject filters
+    of batch reads are pushed down to the server.
     """
     from . import datasource
 

@@ -6,6 +6,8 @@
 # (plus one pull for startingTimestamp), which also says how executors read (ranges.read_mode, carried
 # in each partition); executors only turn the core's record batches into Spark's with column casts and
 # selections (no per-row Python). Rule 3: public jetstream_sync API, plus jetstream_sync.ranges.
+# Rule 4: subject filters a batch query pushes down (_pushdown decides which) replace the subject option
+# of the read: a partition is read once per pushed filter, and the server sends only matching messages.
 """Readers of the ``jetstream`` data source: ``spark.read`` and ``spark.readStream``."""
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pyspark.sql.types import (
 import jetstream_sync as jss
 from jetstream_sync.ranges import RangeSpec, read_batches, read_mode, require_pyarrow
 
+from . import _pushdown
 from ._connections import drop
 from ._options import ReadSettings
 
@@ -230,30 +233,34 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
 
-def _read_range(settings: ReadSettings, schema: StructType, partition: InputPartition) -> Iterator[Any]:
-    """Arrow record batches of the partition's messages (runs on an executor)."""
+def _read_range(settings: ReadSettings, schema: StructType, partition: InputPartition,
+                subjects: tuple[str, ...] | None = None) -> Iterator[Any]:
+    """Arrow record batches of the partition's messages (runs on an executor): those on ``subjects``
+    (filters pushed down from the query: one read of the range per filter) or else on the ``subject``
+    option."""
     if not isinstance(partition, SequenceRange):  # Spark's placeholder for an empty read
         return
     columns = _Columns(schema, settings)
     js = settings.js()
-    spec = RangeSpec(subject=settings.subject, batch_size=_ARROW_ROWS)
-    batches = read_batches(js, settings.stream, spec, start=partition.start, end=partition.end,
-                           direct=partition.direct, replicated=partition.replicated, timeout=jss.DEFAULT)
-    try:
-        seen_first = False
-        for core in batches:
-            if not seen_first:
-                seen_first = True
-                if settings.fail_on_data_loss and core.column("seq")[0].as_py() > partition.start:
-                    _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
-            yield columns.batch(core)
-        if not seen_first and settings.fail_on_data_loss:
-            _check_loss(js, settings, partition.start)
-    except _TRANSPORT_ERRORS:
-        drop(settings.conn)  # the retried task connects afresh
-        raise
-    finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
-        batches.close()
+    checked = not settings.fail_on_data_loss
+    for subject in (settings.subject,) if subjects is None else subjects:
+        spec = RangeSpec(subject=subject, batch_size=_ARROW_ROWS)
+        batches = read_batches(js, settings.stream, spec, start=partition.start, end=partition.end,
+                               direct=partition.direct, replicated=partition.replicated, timeout=jss.DEFAULT)
+        try:
+            for core in batches:
+                if not checked:
+                    checked = True
+                    if core.column("seq")[0].as_py() > partition.start:
+                        _check_loss(js, settings, partition.start)  # a gap at the start: removed, or never there?
+                yield columns.batch(core)
+        except _TRANSPORT_ERRORS:
+            drop(settings.conn)  # the retried task connects afresh
+            raise
+        finally:  # also when the task fails or Spark stops reading early: leave no consumer behind
+            batches.close()
+    if not checked:
+        _check_loss(js, settings, partition.start)
 
 
 # -- batch read ----------------------------------------------------------------------------------
@@ -270,9 +277,12 @@ class JetStreamBatchReader(DataSourceReader):
     def __init__(self, settings: ReadSettings, schema: StructType) -> None:
         self._settings = settings
         self._schema = _check_read_schema(schema)
+        self._subjects: tuple[str, ...] | None = None  # filters pushed down (None: the subject option)
 
     def partitions(self) -> list[InputPartition]:
         s = self._settings
+        if self._subjects == ():  # the pushed filters match no subject at all
+            return []
         js = s.js()
         first, last, mode = _bounds(js, s.stream)
         start = _first_to_read(js, s, first, last)
@@ -284,7 +294,26 @@ class JetStreamBatchReader(DataSourceReader):
         return _partitions(s, start, end, mode)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read_range(self._settings, self._schema, partition)
+        return _read_range(self._settings, self._schema, partition, self._subjects)
+
+
+class JetStreamPushdownReader(JetStreamBatchReader):
+    """The batch reader with subject filters pushed down (PySpark >= 4.1 with
+    ``spark.sql.python.filterPushdown.enabled``): ``subject = 'x'``, ``subject IN (...)`` and
+    ``subject LIKE 'a.b.%'`` become the read's NATS subject filters (intersected with the ``subject``
+    option), so the server sends only matching messages; every other filter stays with Spark."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        self._subjects, rest = _pushdown.push(filters, self._settings.subject)
+        return iter(rest)
+
+
+def batch_reader(settings: ReadSettings, schema: StructType) -> JetStreamBatchReader:
+    """The reader of a batch read: with pushdown only where PySpark asks for it (it refuses to plan a
+    reader with ``pushFilters`` while its pushdown setting is off)."""
+    if _pushdown.in_pushdown_planning():
+        return JetStreamPushdownReader(settings, schema)
+    return JetStreamBatchReader(settings, schema)
 
 
 # -- streaming read ------------------------------------------------------------------------------

@@ -26,7 +26,9 @@ sequences, at most one per core of the planning machine: the parallelism of ``lo
 ``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
 ``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
 limits or a purge; false skips ahead to the first one still stored); ``includeHeaders``
-(default true; false leaves ``headers`` null). Read schema::
+(default true; false leaves ``headers`` null). Batch reads also take the query's filters
+``subject = 'x'``, ``subject IN (...)`` and ``subject LIKE 'a.b.%'`` as their subject filters (PySpark
+>= 4.1 with ``spark.sql.python.filterPushdown.enabled``, which :func:`register` sets). Read schema::
 
     subject string, data binary, headers map<string,array<string>>, stream string,
     seq long, timestamp timestamp, msg_id string
@@ -53,12 +55,15 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from ._options import ReadSettings
+from ._pushdown import PUSHDOWN_CONF, supported
 from ._reads import (
     READ_SCHEMA,
     DataLossError,
     JetStreamBatchReader,
+    JetStreamPushdownReader,
     JetStreamStreamReader,
     SequenceRange,
+    batch_reader,
     default_partitions,
     split_range,
 )
@@ -70,6 +75,7 @@ __all__ = [
     "JetStreamBatchReader",
     "JetStreamCommitMessage",
     "JetStreamDataSource",
+    "JetStreamPushdownReader",
     "JetStreamStreamReader",
     "JetStreamStreamWriter",
     "JetStreamWriter",
@@ -83,10 +89,14 @@ __all__ = [
 def register(spark: Any) -> None:
     """Register the ``jetstream`` data source on ``spark`` (a SparkSession). Idempotent.
 
-    Not needed when the ``pyspark_jetstream`` package is importable where Spark's Python workers
-    run: PySpark registers it by itself then.
+    On PySpark >= 4.1 it also sets ``spark.sql.python.filterPushdown.enabled`` to true, so subject
+    filters of batch reads are pushed down to the server. Not needed when the ``pyspark_jetstream``
+    package is importable where Spark's Python workers run: PySpark registers the source by itself
+    then (and pushdown waits for that setting).
     """
     spark.dataSource.register(JetStreamDataSource)
+    if supported():
+        spark.conf.set(PUSHDOWN_CONF, "true")
 
 
 class JetStreamDataSource(DataSource):
@@ -104,7 +114,7 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> JetStreamBatchReader:
-        return JetStreamBatchReader(ReadSettings.parse(self.options, streaming=False), schema)
+        return batch_reader(ReadSettings.parse(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> JetStreamStreamReader:
         return JetStreamStreamReader(ReadSettings.parse(self.options, streaming=True), schema)
