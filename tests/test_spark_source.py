@@ -385,17 +385,17 @@ def _consumer_count(js, name):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_1200_partition_read_leaves_no_consumer_and_a_second_read_succeeds(spark, js, nats_server):
-    # nats-server allows 1,000 consumers per stream: a read that left one per partition would fail the
-    # second read with "maximum consumers limit reached".
-    name = _new_stream(js, max_consumers=1000)
-    for i in range(1200):
+def test_a_150_partition_read_leaves_no_consumer_and_a_second_read_succeeds(spark, js, nats_server):
+    # The stream allows 100 consumers: a read that left one per partition would fail within its own
+    # tasks, and the second read with "maximum consumers limit reached".
+    name = _new_stream(js, max_consumers=100)
+    for i in range(150):
         js.publish_async(f"{name}.x", b"%d" % i)
     js.publish_async_complete(timeout=30)
     for _ in range(2):
-        df = _reader(spark, nats_server, name, minPartitions=1200).load()
-        assert df.rdd.getNumPartitions() == 1200
-        assert df.count() == 1200
+        df = _reader(spark, nats_server, name, minPartitions=150).load()
+        assert df.rdd.getNumPartitions() == 150
+        assert df.count() == 150
         assert _consumer_count(js, name) == 0
 
 
