@@ -311,8 +311,18 @@ class Connection:
         The handler runs on the loop thread for every message (never user code).
         nats-py's pending limits do not apply: messages never sit in its queue.
         """
-        sub = await self._nc.subscribe(subject, queue=queue, pending_msgs_limit=0, pending_bytes_limit=0)
-        self._nc._raw_handlers[sub._id] = handler
+        nc = self._nc
+        sid = nc._sid + 1  # the id nats-py gives it, synchronously, before its first suspension point
+        try:
+            sub = await nc.subscribe(subject, queue=queue, pending_msgs_limit=0, pending_bytes_limit=0)
+        except asyncio.CancelledError:
+            # The caller gave up while the SUB was being written: nats-py registered it all the same, and
+            # nobody holds a handle to unsubscribe it with. Unsubscribe it here, or it stays for good.
+            orphan = nc._subs.get(sid)
+            if orphan is not None and orphan.subject == subject:
+                self._lt.spawn(self.unsubscribe_raw(orphan), name="jetstream-sync-unsub")
+            raise
+        nc._raw_handlers[sub._id] = handler
         return sub
 
     def mute(self, sub: Any) -> None:

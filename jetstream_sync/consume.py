@@ -131,6 +131,20 @@ def _wait_halted(engine: Engine, limit: float = 2.0) -> None:
             return
 
 
+def _start(engine: Any, conn: Any, timeout: float | None) -> None:
+    """Start ``engine`` on the loop, waiting at most ``timeout``. A start that failed, timed out or was
+    interrupted may still be running on the loop, or have just finished there (creating a consumer,
+    subscribing its inbox) as the wait gave up: nobody will ever read it, so it is stopped."""
+    try:
+        conn.call(engine.start(), timeout)
+    except BaseException:
+        try:
+            engine.stop_soon()
+        except errors.ClientClosedError:
+            pass  # the loop is gone, and everything on it
+        raise
+
+
 class MessageStream:
     """``consumer.messages()``: a blocking iterator over a consumer's deliveries (pull or push).
 
@@ -153,7 +167,7 @@ class MessageStream:
         self._on_closed: Callable[[], Any] | None = None
         self.error: BaseException | None = None
         self.warnings: list[BaseException] = []
-        self._conn.call(self._engine.start(), target.timeout)
+        _start(self._engine, self._conn, target.timeout)
 
     def next(self, timeout: float | None = None) -> Msg:
         """Return the next message, blocking at most ``timeout`` seconds (None: until one comes).
@@ -406,7 +420,7 @@ class ConsumeHandle:
         self._conn = target.conn
         #: Called once by the last worker out, before ``closed`` (the subscribe workflow's clean-up).
         self._on_closed: Callable[[], Any] | None = None
-        self._conn.call(self._engine.start(), target.timeout)
+        _start(self._engine, self._conn, target.timeout)
         self._reporter.start()
         self._pool.start()
 

@@ -61,7 +61,8 @@ def create_request(target: Target, cfg: ConsumerConfig) -> tuple[str, dict[str, 
 
 async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[str, Any], str]], sink: Sink,
                              halted: threading.Event, halt: Callable[[BaseException], Any],
-                             hedge: float | None = None) -> dict[str, Any] | None:
+                             hedge: float | None = None,
+                             answered_late: Callable[[str], Any] = lambda name: None) -> dict[str, Any] | None:
     """(loop thread) Create the next server-side consumer of an ordered read; return the server's answer
     (its consumer info, ``name`` and ``num_pending`` among it).
 
@@ -73,7 +74,9 @@ async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[s
     With ``hedge`` (seconds), a try not answered by then is joined by another one under a new name
     (at most :data:`MAX_TRIES` waiting), and the first answer wins: the server places a one-replica
     consumer on any server of the stream, a killed one included until it is known to be gone, and a
-    create placed there is never answered. The caller deletes every name tried but the winner's.
+    create placed there is never answered. The caller deletes every name tried but the winner's; a try
+    still unanswered when this returns (or is cancelled) runs on, and ``answered_late(name)`` is called
+    when it ends, answered or not: the server may make that consumer after the caller's delete.
     """
     loop = asyncio.get_running_loop()
     tries: dict[asyncio.Future, str] = {}
@@ -110,10 +113,22 @@ async def create_incarnation(jsapi: Any, request: Callable[[], tuple[str, dict[s
                 rest_until = loop.time() + RESET_RETRY
         return None
     finally:
-        for task in tries:
-            if task.done() and not task.cancelled():
-                task.exception()  # answered as another try won: looked at, so never reported as unread
-            task.cancel()
+        for task, name in tries.items():
+            if task.done():
+                if not task.cancelled():
+                    task.exception()  # answered as another try won: looked at, so never reported as unread
+            else:  # still on its way: let it end, then delete what it may have made
+                task.add_done_callback(lambda t, n=name: _late(t, n, answered_late))
+
+
+def _late(task: asyncio.Future, name: str, answered_late: Callable[[str], Any]) -> None:
+    if task.cancelled():
+        return  # the loop is closing: nothing can be sent, the consumer's inactive threshold is the backstop
+    task.exception()  # looked at, so never reported as unread
+    try:
+        answered_late(name)
+    except errors.JetStreamError:  # the client is closing: its inactive threshold is the backstop
+        pass
 
 
 class Movable(Protocol):
@@ -266,7 +281,7 @@ class OrderedCore:
 
         try:
             resp = await create_incarnation(self._target.jsapi, request, self._sink, engine.halted, engine.halt,
-                                            self._hedge)
+                                            self._hedge, self.delete_soon)
         except asyncio.CancelledError:
             for name in tried:  # a create on its way when its caller gave up: the server may still make it
                 self.delete_soon(name)

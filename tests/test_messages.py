@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import _thread
+import asyncio
 import os
 import signal
 import sys
@@ -16,6 +17,8 @@ import uuid
 import pytest
 
 import jetstream_sync as jss
+from jetstream_sync._engine import Target
+from jetstream_sync.consume import MessageStream
 
 from conftest import wait_for
 
@@ -490,3 +493,33 @@ def test_once_the_stream_ends_every_ack_has_reached_the_server_two_hundred_times
         # The server has read every ack (the client's PING/PONG); its consumer applies them from its own
         # queue, so on a loaded machine info() may need a moment (seen once in 800 runs, two suites at once).
         wait_for(lambda: consumer.info().num_ack_pending == 0, 2, what=f"run {run}: every ack applied")
+
+
+@pytest.mark.timeout(30)
+def test_a_start_that_finishes_as_its_wait_gives_up_is_stopped_not_left_running(client):
+    # The wait for an engine's start timed out, and the start finished on the loop at that very moment
+    # (its consumer made, its inbox subscribed): nobody will read it, so it must be stopped.
+    class LateEngine:
+        def __init__(self, target, opts, sink):
+            self.halted = threading.Event()
+            self.stopped = threading.Event()
+
+        async def start(self):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                return  # finished all the same, as the caller's wait gave up
+
+        def stop_soon(self):
+            self.stopped.set()
+
+    engines = []
+
+    def factory(target, opts, sink):
+        engines.append(LateEngine(target, opts, sink))
+        return engines[-1]
+
+    target = Target(conn=client._conn, label="a late start", timeout=0.05, name="late")
+    with pytest.raises(jss.TimeoutError):
+        MessageStream(target, None, engine=factory)
+    assert engines[0].stopped.wait(5)

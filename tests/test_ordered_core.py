@@ -252,3 +252,33 @@ def test_a_hedged_create_not_answered_is_joined_by_another_and_the_unanswered_on
     assert names == ["o_2"] and core.name == "o_2"
     assert api.deleted == ["o_1"]  # the try that was never answered may still land: deleted
     assert items == []  # a hedge is no failure: nothing to warn about
+
+
+@pytest.mark.timeout(10)
+def test_a_create_given_up_while_on_its_way_is_deleted_again_once_the_server_answers_it():
+    # The caller's delete may reach the server before the create it gave up on (in a cluster the two
+    # take different paths): the create is left to end, and what it made is deleted after its answer.
+    api, items = _Api(), []
+    api.gate = asyncio.Event()
+    target = Target(conn=None, label="the ordered consumer of stream 'S'", timeout=5.0, name="o", stream="S",
+                    consumer="o", jsapi=api, api=ApiPrefix(None, None))
+    core = OrderedCore(target, items.append, hedge=1.0,
+                       spawn=lambda coro, name=None: asyncio.get_running_loop().create_task(coro))
+    _config = _configs()
+    core.bind(_Engine(), lambda: core.create(_config))
+
+    async def run() -> None:
+        reset = asyncio.ensure_future(core.reset())
+        await asyncio.sleep(0.05)  # the create is on its way, its answer held back
+        reset.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reset
+        assert api.deleted == ["o_1"]  # at once, as before: it may never be answered
+        api.gate.set()  # ... but here the server made it after all
+        for _ in range(100):
+            if len(api.deleted) == 2:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(run())
+    assert api.created and api.deleted == ["o_1", "o_1"]
