@@ -52,6 +52,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from ._consumer_reads import ConsumerSettings, ConsumerStreamReader, consumer_mode
 from ._options import ReadSettings
 from ._reads import (
     READ_SCHEMA,
@@ -66,6 +67,7 @@ from ._writes import JetStreamCommitMessage, JetStreamStreamWriter, JetStreamWri
 
 __all__ = [
     "READ_SCHEMA",
+    "ConsumerStreamReader",
     "DataLossError",
     "JetStreamBatchReader",
     "JetStreamCommitMessage",
@@ -104,9 +106,14 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> JetStreamBatchReader:
+        if consumer_mode(self.options):
+            raise ValueError("option mode='consumer' is for streaming reads (spark.readStream): a batch read "
+                             "has no commit to acknowledge its messages on")
         return JetStreamBatchReader(ReadSettings.parse(self.options, streaming=False), schema)
 
-    def streamReader(self, schema: StructType) -> JetStreamStreamReader:
+    def streamReader(self, schema: StructType) -> JetStreamStreamReader | ConsumerStreamReader:
+        if consumer_mode(self.options):
+            return ConsumerStreamReader(ConsumerSettings.parse(self.options), schema)
         return JetStreamStreamReader(ReadSettings.parse(self.options, streaming=True), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
