@@ -26,7 +26,11 @@ sequences, at most one per core of the planning machine: the parallelism of ``lo
 ``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
 ``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
 limits or a purge; false skips ahead to the first one still stored); ``includeHeaders``
-(default true; false leaves ``headers`` null). Read schema::
+(default true; false leaves ``headers`` null); ``mode`` (``replay``, the default, or ``consumer``:
+streaming reads through the durable consumer ``durable``, each message acked once Spark has committed
+its micro-batch, for work-queue and interest streams; ``ackWait``, seconds, default 60, is the ack wait
+of a durable the source creates; ``maxMessagesPerTrigger`` counts deliveries there, default 10,000).
+The replay mode refuses a work-queue stream. Read schema::
 
     subject string, data binary, headers map<string,array<string>>, stream string,
     seq long, timestamp timestamp, msg_id string
