@@ -213,6 +213,7 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._mode: tuple[bool, bool] | None = None
         self._lock = threading.Lock()
         self._held: dict[int, Any] = {}  # stream sequence -> the delivery (Msg) of the last offset returned
+        self._held_offset: dict | None = None  # that offset
         self._acked: set[int] = set()  # sequences of the offset Spark last gave that this driver acked
         self._budget: int | None = None  # Trigger.AvailableNow: deliveries left to take
         self._stop = threading.Event()
@@ -294,12 +295,16 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         info = self._bind().info()
         self._budget = (info.num_pending or 0) + (info.num_ack_pending or 0)
 
-    def _ack(self, seqs: set[int]) -> set[int]:
-        """Ack the held deliveries of ``seqs``; return their sequences. The last ack is confirmed by the
-        server: it processes the acks one connection sends to one consumer in order, so that confirmation
-        covers the ones before it."""
+    def _ack(self, offset: Any) -> set[int]:
+        """Ack the held deliveries when ``offset`` is the one they were pulled for (a sequence redelivered
+        since belongs to a later batch); return their sequences. The last ack is confirmed by the server:
+        it processes the acks one connection sends to one consumer in order, so that confirmation covers
+        the ones before it."""
         with self._lock:
-            msgs = [(seq, self._held.pop(seq)) for seq in sorted(seqs) if seq in self._held]
+            if offset != self._held_offset:
+                return set()
+            msgs = sorted(self._held.items())
+            self._held, self._held_offset = {}, None
         if msgs:
             for _, msg in msgs[:-1]:
                 msg.ack()
@@ -314,10 +319,10 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         delivered, unacked = self._parse(start, "start")
         # Everything in `start` is in the sink: Spark asks for the next batch only once the commit log entry
         # of the batch ending at `start` is written (after re-running that batch, following a restart).
-        self._acked |= self._ack(delivered)
+        self._acked |= self._ack(start)
         with self._lock:
             stale = list(self._held.values())  # pulled for an offset Spark never used: not in the sink
-            self._held.clear()
+            self._held, self._held_offset = {}, None
         for msg in stale:
             msg.nak()
         # In the sink, and delivered to a driver that is gone: acked and dropped when they come back.
@@ -352,11 +357,12 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break
         if not new:
             return start  # no new batch (Spark runs one only when the offset moves)
+        offset = self._offset(new, in_sink)
         with self._lock:
-            self._held = new
+            self._held, self._held_offset = new, offset
         self._acked = set()
         self._keep_alive()
-        return self._offset(new, in_sink)
+        return offset
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         delivered, _ = self._parse(end, "end")
@@ -374,8 +380,8 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Ack the deliveries of the batches up to ``end`` that are still held (usually none: they were
         acked when Spark asked for the next batch)."""
-        delivered, _ = self._parse(end, "end")
-        self._acked |= self._ack(delivered)
+        self._parse(end, "end")
+        self._acked |= self._ack(end)
 
     def stop(self) -> None:
         """Stop keeping deliveries alive; held ones are left to the ack wait (the checkpoint says if the
