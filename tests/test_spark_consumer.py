@@ -22,6 +22,16 @@ pytestmark = pytest.mark.spark
 HERE = Path(__file__).parent
 
 
+def test_sequence_runs_are_compact_and_split_into_partitions_of_about_equal_size():
+    from jetstream_sync.spark._consumer_reads import from_runs, split_runs, to_runs
+
+    assert to_runs([5, 3, 4, 9, 10, 12, 4]) == [[3, 6], [9, 11], [12, 13]]
+    assert from_runs([[3, 6], [9, 11]]) == {3, 4, 5, 9, 10}
+    assert split_runs([[1, 11], [20, 22]], 3) == [[(1, 5)], [(5, 9)], [(9, 11), (20, 22)]]
+    assert split_runs([[1, 3]], 5) == [[(1, 2)], [(2, 3)]]  # never more partitions than sequences
+    assert split_runs([], 4) == []
+
+
 def _new_stream(js, **fields):
     name = f"WQ_{uuid.uuid4().hex[:10].upper()}"
     js.create_stream(name=name, subjects=[f"{name}.>"], **fields)

@@ -3,9 +3,9 @@
 # micro-batch holding them. Rule 1: the driver pulls headers-only deliveries (stream sequences and ack
 # subjects, no payloads) and keeps them in memory; the offset is what a batch delivered, as runs of stream
 # sequences, plus the sequences already in the sink whose acks this process could not confirm (after a
-# restart). Rule 2: a delivery is acked when Spark asks for the batch after the one holding it (the batch's
-# commit log entry is written by then) or when Spark commits it, whichever comes first; a redelivery of a
-# sequence the offset says is in the sink is acked and dropped, never read again. Rule 3: executors read the
+# restart). Rule 2: the deliveries held for an offset are acked when Spark asks for the batch after the one
+# ending there (that batch's commit log entry is written by then), and only for that offset; a redelivery of
+# a sequence the offset says is in the sink is acked and dropped, never read again. Rule 3: executors read the
 # payloads by sequence (batch direct gets where the stream allows them, else one get per message), so no
 # payload passes through the driver. Public jetstream_sync API, plus jetstream_sync.ranges.
 """The ``mode=consumer`` reader of ``spark.readStream.format("jetstream")``."""
@@ -378,8 +378,8 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read_runs(self._settings, self._schema, partition)
 
     def commit(self, end: dict) -> None:
-        """Ack the deliveries of the batches up to ``end`` that are still held (usually none: they were
-        acked when Spark asked for the next batch)."""
+        """Ack the held deliveries if they were pulled for ``end``. Usually there is nothing to do: Spark
+        commits a batch only once the next one is planned, and planning it acked them."""
         self._parse(end, "end")
         self._acked |= self._ack(end)
 
