@@ -337,6 +337,7 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._budget is not None:
             want = min(want, self._budget)
         new: dict[int, Any] = {}
+        dropped: list[Any] = []
         while len(new) < want:
             asked = min(_PULL, want - len(new))
             got = 0
@@ -345,9 +346,8 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     got += 1
                     seq = msg.metadata_numbers()[0]
                     if seq in in_sink:  # a redelivery of a message the sink has: ack it, never read it again
-                        msg.ack()
+                        dropped.append(msg)
                         in_sink.discard(seq)
-                        self._acked.add(seq)
                     else:
                         new[seq] = msg
             if self._budget is not None:
@@ -355,6 +355,11 @@ class ConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 want = min(want, len(new) + self._budget)
             if got < asked:
                 break
+        if dropped:  # confirmed before the offset stops naming them
+            for msg in dropped[:-1]:
+                msg.ack()
+            dropped[-1].double_ack()
+            self._acked.update(msg.metadata_numbers()[0] for msg in dropped)
         if not new:
             return start  # no new batch (Spark runs one only when the offset moves)
         offset = self._offset(new, in_sink)
