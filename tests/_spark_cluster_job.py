@@ -81,6 +81,24 @@ def main(master: str, url: str) -> dict:
             facts["stream_error"] = None if query.exception() is None else str(query.exception())
             facts["consumers_left"] = {name: js.stream_info(name).state.consumer_count
                                        for name in ("IN", "OUT", "PUB", "COPY")}
+
+            # A work queue drained by a consumer-mode query: every job once in DONE, none left in JOBS.
+            js.create_stream(name="JOBS", subjects=["JOBS.>"], retention="workqueue", allow_direct=True)
+            js.create_stream(name="DONE", subjects=["DONE.>"])
+            for i in range(N):
+                js.publish_async("JOBS.x", b"%d" % i)
+            js.publish_async_complete(timeout=30)
+            query = (spark.readStream.format("jetstream").option("servers", url).option("stream", "JOBS")
+                     .option("mode", "consumer").option("durable", "cluster").option("maxMessagesPerTrigger", 700)
+                     .option("minPartitions", 2).load().select("data")
+                     .writeStream.format("jetstream").option("servers", url).option("subject", "DONE.d")
+                     .option("checkpointLocation", tempfile.mkdtemp(prefix="jss-cluster-wq-"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination(300)
+            done = (spark.read.format("jetstream").option("servers", url).option("stream", "DONE").load()
+                    .selectExpr("count(*) AS n", "count(DISTINCT data) AS jobs").collect()[0])
+            facts["queue"] = [js.stream_info("JOBS").state.messages, done.n, done.jobs]
+            facts["queue_error"] = None if query.exception() is None else str(query.exception())
     finally:
         spark.stop()
     return facts

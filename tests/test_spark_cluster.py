@@ -1,7 +1,8 @@
 # Charter: the data source and the publisher beyond local[*]: a Spark standalone cluster (a master and two
 # workers from the pyspark package, on loopback) running a batch read, a batch write, a foreachPartition
-# publish and an availableNow streaming query, and a Spark Connect server (the pyspark package's) taking a
-# read, a write and a publish from a remote client (tests/_spark_cluster_job.py, in a process of its own).
+# publish, an availableNow streaming query and a consumer-mode one draining a work queue, and a Spark
+# Connect server (the pyspark package's) taking a read, a write and a publish from a remote client
+# (tests/_spark_cluster_job.py, in a process of its own).
 from __future__ import annotations
 
 import json
@@ -99,6 +100,8 @@ def test_reads_writes_a_publish_and_a_streaming_query_on_a_standalone_cluster(st
     # Python workers on both executors published, each through exactly one connection of its own.
     assert len(facts["connections_per_worker_pid"]) >= 2 and set(facts["connections_per_worker_pid"]) == {1}
     assert facts["consumers_left"] == {"IN": 0, "OUT": 0, "PUB": 0, "COPY": 0}
+    # A consumer-mode query drained a work queue: none left, each job once in the sink.
+    assert facts["queue_error"] is None and facts["queue"] == [0, 2000, 2000]
 
 
 @pytest.fixture

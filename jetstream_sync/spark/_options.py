@@ -34,7 +34,7 @@ _CONNECTION_OPTIONS = ("servers", "connectionName", "timeout", "domain", "user",
                        "userCredentials", "nkeysSeedFile", "nkeysSeed", "tlsCaFile", "tlsCertFile", "tlsKeyFile",
                        "tlsHostname")
 _READ_OPTIONS = ("stream", "subject", "startingOffsets", "endingOffsets", "startingTimestamp", "minPartitions",
-                 "maxMessagesPerTrigger", "failOnDataLoss", "includeHeaders")
+                 "maxMessagesPerTrigger", "failOnDataLoss", "includeHeaders", "mode", "durable", "ackWait")
 WRITE_OPTIONS = ("subject", "maxPending", "ackTimeout")
 #: Options of Spark's own that it may hand to every source or sink (``load(path)``, checkpoints, ...).
 _SPARK_OPTIONS = ("path", "paths", "checkpointLocation", "queryName")

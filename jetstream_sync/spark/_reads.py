@@ -31,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 import jetstream_sync as jss
+from jetstream_sync.config import RetentionPolicy
 from jetstream_sync.ranges import RangeSpec, read_batches, read_mode, require_pyarrow
 
 from . import _pushdown
@@ -94,10 +95,21 @@ def _check_read_schema(schema: StructType) -> StructType:
 # -- resolving sequences (driver side) ------------------------------------------------------------
 
 
+def refuse_work_queue(config: Any, stream: str) -> None:
+    """ValueError naming the consumer mode when ``config`` (a stream's) is a work-queue stream: a replay
+    read neither may create its ordered consumers there nor would it take the jobs off the queue."""
+    if config.retention is RetentionPolicy.WORKQUEUE:
+        raise ValueError(
+            f"stream {stream!r} is a work-queue stream (retention 'workqueue'): its messages are jobs to be taken "
+            f"once and removed when acknowledged, which a replay read does not do. Read it with "
+            f".option('mode', 'consumer').option('durable', '<consumer name>') on spark.readStream")
+
+
 def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int, tuple[bool, bool]]:
     """(first stored sequence, last sequence, how executors read it: ``ranges.read_mode``); first is
     last + 1 when nothing is stored. One request."""
     info = js.stream_info(stream)
+    refuse_work_queue(info.config, stream)
     last = info.state.last_seq or 0
     first = info.state.first_seq or 0
     return (first if first else last + 1), last, read_mode(js, info.config)

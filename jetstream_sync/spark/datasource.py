@@ -26,7 +26,11 @@ sequences, at most one per core of the planning machine: the parallelism of ``lo
 ``subject`` filter a micro-batch may hold fewer rows, since sequences of other subjects count too);
 ``failOnDataLoss`` (default true: fail when messages to be read were already removed by the stream's
 limits or a purge; false skips ahead to the first one still stored); ``includeHeaders``
-(default true; false leaves ``headers`` null). Batch reads also take the query's filters
+(default true; false leaves ``headers`` null); ``mode`` (``replay``, the default, or ``consumer``:
+streaming reads through the durable consumer ``durable``, each message acked once Spark has committed
+its micro-batch, for work-queue and interest streams; ``ackWait``, seconds, default 60, is the ack wait
+of a durable the source creates; ``maxMessagesPerTrigger`` counts deliveries there, default 10,000).
+The replay mode refuses a work-queue stream. Batch reads also take the query's filters
 ``subject = 'x'``, ``subject IN (...)`` and ``subject LIKE 'a.b.%'`` as their subject filters (PySpark
 >= 4.1 with ``spark.sql.python.filterPushdown.enabled``, which :func:`register` sets). Read schema::
 
@@ -54,6 +58,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from ._consumer_reads import ConsumerSettings, ConsumerStreamReader, consumer_mode
 from ._options import ReadSettings
 from ._pushdown import PUSHDOWN_CONF, supported
 from ._reads import (
@@ -71,6 +76,7 @@ from ._writes import JetStreamCommitMessage, JetStreamStreamWriter, JetStreamWri
 
 __all__ = [
     "READ_SCHEMA",
+    "ConsumerStreamReader",
     "DataLossError",
     "JetStreamBatchReader",
     "JetStreamCommitMessage",
@@ -114,9 +120,14 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> JetStreamBatchReader:
+        if consumer_mode(self.options):
+            raise ValueError("option mode='consumer' is for streaming reads (spark.readStream): a batch read "
+                             "has no commit to acknowledge its messages on")
         return batch_reader(ReadSettings.parse(self.options, streaming=False), schema)
 
-    def streamReader(self, schema: StructType) -> JetStreamStreamReader:
+    def streamReader(self, schema: StructType) -> JetStreamStreamReader | ConsumerStreamReader:
+        if consumer_mode(self.options):
+            return ConsumerStreamReader(ConsumerSettings.parse(self.options), schema)
         return JetStreamStreamReader(ReadSettings.parse(self.options, streaming=True), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
