@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - PySpark 4.0/4.1
     ReadMaxRows = None  # type: ignore[assignment,misc]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
-log = logging.getLogger("jetstream_sync.spark")
+log = logging.getLogger(__name__)
 
 __all__ = ["ConsumerRuns", "ConsumerSettings", "ConsumerStreamReader", "consumer_mode"]
 
