@@ -59,6 +59,9 @@ def test_the_bar_follows_the_stream_while_the_block_runs_and_ends_at_the_exact_t
             js.publish_async(f"{stream}.a", b"x")
         js.publish_async_complete()
         wait_for(lambda: p.messages == 400, timeout=5, what="the poller to see 400 messages")
+        # ... and the bar to show them (tqdm redraws at most every `interval`: on a loaded machine later)
+        wait_for(lambda: any(s.startswith(f"{stream}:  40%") and "400/1000" in s for s in bar_states(out.getvalue())),
+                 timeout=10, what="the bar to show 400/1000")
         for i in range(600):
             js.publish_async(f"{stream}.a", b"x")
         js.publish_async_complete()
