@@ -213,6 +213,7 @@ class Reader:
         self.last_handled = time.monotonic()
         self.behind_since: float | None = None
         self.max_stall = 0.0
+        self.max_stall_at = 0.0  # time.monotonic() when the longest stand-still ended (or was last seen)
 
     def handle(self, msg: jss.Msg) -> None:
         """The handler of the pull and push readers (a worker thread): count, then double_ack."""
@@ -256,6 +257,7 @@ class Reader:
             stall = now - max(self.last_handled, self.behind_since)
             if stall > self.max_stall:
                 self.max_stall = stall
+                self.max_stall_at = now
 
 
 class Soak:
@@ -752,11 +754,11 @@ class Soak:
                 self.progress()
 
     def watch_copy(self) -> None:
-        """Poll the copy's message count every second (a thread of its own: a stream info request may wait
+        """Poll the copy's message count twice a second (a thread of its own: a stream info request may wait
         out an election, and the stand-still figures must not wait with it)."""
-        while not self.stop_monitor.wait(1.0):
+        while not self.stop_monitor.wait(0.5):
             try:
-                count = self.ajs.stream_info(COPY).state.messages
+                count = self.ajs.stream_info(COPY, timeout=1.0).state.messages  # no answer while COPY elects a leader
             except jss.JetStreamError:
                 continue
             if count > self.copy_count:
@@ -1160,6 +1162,8 @@ class Soak:
         """Print the figures, the failures and the one-line summary; return the exit status."""
         stalls = ", ".join(f"{r.name} {r.max_stall:.1f} s" for r in self.readers())
         say(f"longest stand-still while behind (messages stored, nothing handled): {stalls}")
+        say("  ending at " + ", ".join(f"{r.name} {r.max_stall_at - self.t0:.1f} s" for r in self.readers()
+                                       if r.max_stall) + " (compare with the faults' times)")
         for r in self.readers():
             if r.warnings:
                 say(f"  {r.name} warnings: {dict(r.warnings)}")
@@ -1212,7 +1216,7 @@ def spark_child(urls: str, workdir: str) -> int:
         return (spark.readStream.format("jetstream").option("servers", urls).option("stream", SOAK)
                 .option("startingOffsets", "earliest").load()
                 .writeStream.format("jetstream").option("servers", urls).option("subject", COPY_SUBJECT)
-                .option("checkpointLocation", checkpoint).trigger(processingTime="2 seconds").start())
+                .option("checkpointLocation", checkpoint).trigger(processingTime="1 second").start())
 
     stop = threading.Event()
 

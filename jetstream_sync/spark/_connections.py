@@ -35,9 +35,17 @@ import attrs
 import jetstream_sync as jss
 from jetstream_sync.client import raw_credentials, redact_url
 
-__all__ = ["ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for", "worker_identity"]
+__all__ = ["ELECTION_RETRY", "ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for",
+           "worker_identity"]
 
 log = logging.getLogger(__name__)
+
+# After the node holding a stream's leader dies, its other replicas elect a new one within a few
+# seconds (up to about 10); meanwhile publishes get no responders and requests 503s or no answer.
+# Spark's contexts retry those for longer (40 tries, backing off to 0.5 s: about 18 s of
+# no-responder answers), so a node's death does not fail a task: in local mode Spark retries no task,
+# and the whole query would end. The other errors are not retried (the policy's rule).
+ELECTION_RETRY = jss.RetryPolicy(attempts=40, initial_backoff=0.05, max_backoff=0.5)
 
 #: nats-py connect options that have a dedicated field (or are not allowed) and so may not go into ``extra``.
 _RESERVED = frozenset({
@@ -315,14 +323,15 @@ def client_for(options: ConnectionOptions) -> jss.Client:
 
 def jetstream_for(options: ConnectionOptions, *, domain: str | None = None, api_prefix: str | None = None,
                   max_pending: int = 4000) -> jss.JetStream:
-    """A JetStream context on :func:`client_for` ``(options)``, cached with it. Thread-safe."""
+    """A JetStream context on :func:`client_for` ``(options)``, cached with it, retrying per
+    :data:`ELECTION_RETRY`. Thread-safe."""
     entry = _entry(options)
     key = (domain, api_prefix, max_pending)
     with _lock:
         js = entry.contexts.get(key)
         if js is None:
             js = entry.contexts[key] = entry.client.jetstream(domain=domain, api_prefix=api_prefix,
-                                                               max_pending=max_pending)
+                                                               max_pending=max_pending, retry=ELECTION_RETRY)
         return js
 
 

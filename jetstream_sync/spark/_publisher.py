@@ -395,12 +395,20 @@ class _Run:
                 if worker is not None:
                     headers = dict(headers) if headers else {}
                     headers[pub.worker_header] = worker
-                try:
-                    fut = publish_async(subject, data, headers=headers, msg_id=msg_id, timeout=timeout)
-                except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"row {index} of partition {self.partition_id}: {exc}") from exc
-                except jss.JetStreamError as exc:
-                    raise self._error(exc, index, subject) from exc
+                while True:
+                    try:
+                        fut = publish_async(subject, data, headers=headers, msg_id=msg_id, timeout=timeout)
+                        break
+                    except (TypeError, ValueError) as exc:
+                        raise type(exc)(f"row {index} of partition {self.partition_id}: {exc}") from exc
+                    except jss.TimeoutError as exc:
+                        if not pending:
+                            raise self._error(exc, index, subject) from exc
+                        # The window stayed full of this task's publishes: they are being retried (a leader
+                        # election). Wait for them as for any PubAck (raises if one failed), then go on.
+                        self._settle(len(pending), timeout)
+                    except jss.JetStreamError as exc:
+                        raise self._error(exc, index, subject) from exc
                 pending.append((fut, index, subject))
                 count += 1
                 if len(pending) >= self.check_at:

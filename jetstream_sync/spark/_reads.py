@@ -66,6 +66,10 @@ _ARROW_ROWS = 4096
 #: The ordered consumer of a startingTimestamp lookup is deleted when the lookup ends; one left behind
 #: by a killed driver is removed by the server after this long.
 _INACTIVE = 10.0
+#: Seconds one stream info request of the planning side waits before it is asked again (per the
+#: contexts' ELECTION_RETRY): a stream whose leader's node died answers nothing until its replicas
+#: have elected another, and the next micro-batch should start as soon as they have.
+_INFO_TRY = 1.0
 #: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
 _TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
 
@@ -107,8 +111,8 @@ def refuse_work_queue(config: Any, stream: str) -> None:
 
 def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int, tuple[bool, bool]]:
     """(first stored sequence, last sequence, how executors read it: ``ranges.read_mode``); first is
-    last + 1 when nothing is stored. One request."""
-    info = js.stream_info(stream)
+    last + 1 when nothing is stored. One request (asked again every ``_INFO_TRY`` s while unanswered)."""
+    info = js.stream_info(stream, timeout=_INFO_TRY)
     refuse_work_queue(info.config, stream)
     last = info.state.last_seq or 0
     first = info.state.first_seq or 0
@@ -345,10 +349,11 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._schema = _check_read_schema(schema)
         self._target: int | None = None  # Trigger.AvailableNow: never read past this sequence
         self._mode: tuple[bool, bool] | None = None  # how executors read: from the last stream info
+        self._last: int | None = None  # the stream's last sequence at the last stream info
 
     def _bounds(self) -> tuple[int, int]:
-        first, last, self._mode = _bounds(self._settings.js(), self._settings.stream)
-        return first, last
+        first, self._last, self._mode = _bounds(self._settings.js(), self._settings.stream)
+        return first, self._last
 
     def _seq(self, offset: Mapping[str, Any] | None, what: str) -> int:
         stream = self._settings.stream
@@ -399,7 +404,9 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {s.stream: max(end, self._seq(start, "start"))}
 
     def reportLatestOffset(self) -> dict | None:
-        _, last = self._bounds()
+        """The stream's last sequence as the latest ``latestOffset`` saw it (no request: Spark asks
+        after every micro-batch, for its progress report)."""
+        last = self._bounds()[1] if self._last is None else self._last
         return {self._settings.stream: last}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
