@@ -177,21 +177,31 @@ def _ordered_runs(js: Any, stream: str, spec: RangeSpec, start: int, end: int, t
     empty = 0
     try:
         while True:
-            run = ColumnRun([], [], [], [], [])
+            seqs: list[int] = []
+            subjects: list[str] = []
+            datas: list[bytes] = []
+            times: list[int] = []
+            headers: list[Headers | None] = []
+            with_headers = False
             done = False
             with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt)) if nxt else _FETCH) as batch:
-                for msg in batch:
+                for msg in batch:  # per message: no Headers object for a message that has none
                     seq, _, pending, ts_ns = msg.metadata_numbers()
-                    run.seqs.append(seq)
-                    run.subjects.append(msg.subject)
-                    run.datas.append(msg.data)
-                    run.times_ns.append(ts_ns)
-                    run.headers.append(msg.headers or None)  # type: ignore[union-attr]
+                    seqs.append(seq)
+                    subjects.append(msg.subject)
+                    datas.append(msg.data)
+                    times.append(ts_ns)
+                    if msg._raw_headers:
+                        with_headers = True
+                        headers.append(msg.headers)
+                    else:
+                        headers.append(None)
                     nxt = seq + 1
                     if nxt >= end or pending == 0:
                         done = True
                         break
-            if run.seqs:
+            run = ColumnRun(seqs, subjects, datas, times, headers if with_headers else None)
+            if seqs:
                 empty = 0
                 yield run
             else:
