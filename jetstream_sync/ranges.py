@@ -35,8 +35,12 @@ ARROW_EXTRA = "jetstream-sync[arrow]"
 DECODINGS = (None, "utf-8", "json")
 #: The header a message id is stored under.
 MSG_ID = "Nats-Msg-Id"
-#: Messages asked for per no-wait pull when the stream does not allow direct gets.
+#: Messages asked for by the first no-wait pull when the stream does not allow direct gets; the next
+#: pulls ask for as many as _PULL_BYTES holds at the sizes seen so far, up to _FETCH_MAX (fewer round
+#: trips for small messages, a bounded pull for large ones, and no max_bytes a message could exceed).
 _FETCH = 1000
+_FETCH_MAX = 10_000
+_PULL_BYTES = 4 * 1024 * 1024
 #: The ordered consumer of a read without direct gets is removed by the server this long after a read
 #: that was killed (a read that ends deletes it at once).
 _INACTIVE = 10.0
@@ -175,6 +179,7 @@ def _ordered_runs(js: Any, stream: str, spec: RangeSpec, start: int, end: int, t
     oc = js.ordered_consumer(stream, **fields)
     nxt = start
     empty = 0
+    ask = _FETCH
     try:
         while True:
             seqs: list[int] = []
@@ -184,7 +189,7 @@ def _ordered_runs(js: Any, stream: str, spec: RangeSpec, start: int, end: int, t
             headers: list[Headers | None] = []
             with_headers = False
             done = False
-            with oc.fetch_no_wait(max(1, min(_FETCH, end - nxt)) if nxt else _FETCH) as batch:
+            with oc.fetch_no_wait(max(1, min(ask, end - nxt)) if nxt else ask) as batch:
                 for msg in batch:  # per message: no Headers object for a message that has none
                     seq, _, pending, ts_ns = msg.metadata_numbers()
                     seqs.append(seq)
@@ -202,6 +207,8 @@ def _ordered_runs(js: Any, stream: str, spec: RangeSpec, start: int, end: int, t
                         break
             run = ColumnRun(seqs, subjects, datas, times, headers if with_headers else None)
             if seqs:
+                size = sum(map(len, datas)) // len(datas) + 64  # + subject, reply and framing, roughly
+                ask = max(1, min(_FETCH_MAX, _PULL_BYTES // size))
                 empty = 0
                 yield run
             else:

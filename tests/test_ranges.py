@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import jetstream_sync as jss
-from jetstream_sync import _jsapi
+from jetstream_sync import _jsapi, ranges
 from jetstream_sync._time import nanos_from_parts, parse_time
 
 from conftest import assert_sends_nothing, publish_n
@@ -144,6 +144,20 @@ def test_a_range_longer_than_one_direct_request_is_read_whole_and_cut_at_its_end
     publish_n(js, f"{subj}.a", 500)
     assert stream.to_arrow(7, 333).column("seq").to_pylist() == list(range(7, 333))
     assert stream.to_arrow(batch_size=64).num_rows == 500
+
+
+def test_a_consumer_read_pulls_by_the_sizes_it_sees_and_reads_large_and_small_messages_whole(js, name, subj,
+                                                                                            monkeypatch):
+    monkeypatch.setattr(ranges, "_PULL_BYTES", 64 * 1024)  # 64 KiB pulls: a few large messages each
+    stream = js.create_stream(name=name, subjects=[f"{subj}.>"])
+    big = [bytes([i]) * 20_000 for i in range(30)]
+    for data in big:
+        js.publish(f"{subj}.big", data)
+    publish_n(js, f"{subj}.small", 2500)  # the pulls grow again: the first 1,000, then 10,000 at most
+    table = stream.to_arrow()
+    assert table.column("seq").to_pylist() == list(range(1, 2531))
+    assert table.column("data").to_pylist()[:30] == big
+    assert stream.to_arrow(25, 40).column("seq").to_pylist() == list(range(25, 40))
 
 
 def test_utf8_decoding_makes_data_text_and_names_a_payload_that_is_not(ranged, js, subj):
