@@ -815,7 +815,10 @@ class Soak:
                 for client in self.clients.values():
                     client.close()
                 if self.spark_proc is not None:
-                    shutil.rmtree(self.spark_dir, ignore_errors=True)
+                    if self.failures:
+                        say(f"the Spark child's log is kept: {os.path.join(self.spark_dir, 'spark.stderr')}")
+                    else:
+                        shutil.rmtree(self.spark_dir, ignore_errors=True)
 
     def soak(self) -> int:
         a = self.args
@@ -1062,7 +1065,8 @@ class Soak:
                        not missing and not extra and not ctwice and not cbad and cread == copy.messages == read,
                        f"{cread:,} copied of {read:,}, missing {len(missing)}, not in the source {len(extra)}, "
                        f"twice {len(ctwice)}, payload differs {cbad}; {rep.get('batches', '?')} micro-batches, "
-                       f"query restarts {rep.get('restarts', '?')} {rep.get('errors', [])[:2]}")
+                       f"query restarts {rep.get('restarts', '?')} {rep.get('errors', [])[:2]}"
+                       + (f"; missing source sequences {runs_of(sorted(seqs[i] for i in missing))}" if missing else ""))
 
         self.check_leftovers()
         self.check_rss()
@@ -1261,6 +1265,18 @@ def failure_of(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     errors = [line for line in lines if re.match(r"[\w.]+(Error|Exception)\b", line)]
     return lines[0][:160] + (f" ... {errors[-1][:400]}" if errors else "") if lines else repr(exc)
+
+
+def runs_of(numbers: list[int], most: int = 3) -> str:
+    """``[a..b, c, ...]``: the first ``most`` runs of consecutive numbers in sorted ``numbers``."""
+    runs: list[list[int]] = []
+    for x in numbers:
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    text = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in runs[:most])
+    return f"[{text}{', ...' if len(runs) > most else ''}] ({len(runs)} runs)"
 
 
 def interval(text: str) -> tuple[float, float]:

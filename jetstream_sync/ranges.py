@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import attrs
 
+from . import errors
 from ._protocol import check_subject
 from ._headers import Headers
 from ._jsapi import ColumnRun
@@ -47,6 +48,11 @@ _INACTIVE = 10.0
 #: A read that ends before the range's last sequence on a replicated stream asks again after these
 #: pauses (seconds): a replica that had not yet stored the range's tail may have answered.
 _SHORT_READ_RETRIES = (0.05, 0.25)
+#: After those, the stream's leader is asked whether the rest of the range holds a message; while it
+#: does, the read goes on from it every _SETTLE_PAUSE s, for at most _REPLICA_SETTLE s (then a
+#: TimeoutError: a message is never skipped because a replica had not stored it yet).
+_SETTLE_PAUSE = 0.25
+_REPLICA_SETTLE = 10.0
 
 
 def require_pyarrow() -> Any:
@@ -227,7 +233,8 @@ def _runs(js: Any, stream: str, direct: bool, replicated: bool, spec: RangeSpec,
     end_ns = None if spec.end_time is None else _ns(spec.end_time)
     read = _direct_runs if direct else _ordered_runs
     last = 0
-    retries = iter(_SHORT_READ_RETRIES if replicated and direct else ())
+    retries = iter(_SHORT_READ_RETRIES if replicated else ())
+    deadline: float | None = None
     while True:
         with contextlib.closing(read(js, stream, spec, start, end, timeout)) as runs:
             for run in runs:
@@ -243,20 +250,42 @@ def _runs(js: Any, stream: str, direct: bool, replicated: bool, spec: RangeSpec,
                     return
                 last = seqs[-1]
                 yield run
-        if last >= end - 1:
+        if last >= end - 1 or not replicated:
             return
         # Ended short of the range's last sequence: its tail may be deleted, or a replica that had not
-        # stored it yet may have answered. Ask again from there, a couple of times.
-        pause = next(retries, None)
-        if pause is None:
-            return
-        time.sleep(pause)
+        # stored it yet answered (an ordered consumer placed on a follower still catching up after a
+        # restart finds nothing pending there). Ask again from there, a couple of times; then ask the
+        # leader whether the rest of the range holds a message, and read on from it while it does.
         if last:
             start = last + 1
-        elif not start:
-            continue
         if start >= end:
             return
+        pause = next(retries, None)
+        if pause is None:
+            if not start:  # read by time and nothing found: no sequence to ask the leader about
+                return
+            stored = _next_stored(js, stream, spec.subject, start, timeout)
+            if stored is None or stored >= end:
+                return
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + _REPLICA_SETTLE
+            elif now >= deadline:
+                raise errors.TimeoutError.after(
+                    f"reading stream {stream!r}", _REPLICA_SETTLE,
+                    f"sequence {stored} is stored (its leader says) but the replicas answering the read have not "
+                    f"stored it yet")
+            start, pause = stored, _SETTLE_PAUSE
+        time.sleep(pause)
+
+
+def _next_stored(js: Any, stream: str, subject: str | None, seq: int, timeout: Any) -> int | None:
+    """The sequence of the first message on ``subject`` (any when None) stored at or after ``seq``, as
+    the stream's leader says (one message get), or None."""
+    try:
+        return js._jsapi.msg_get(stream, seq=seq, next_by_subj=subject or ">", timeout=timeout).seq
+    except errors.MessageNotFoundError:
+        return None
 
 
 # -- columns into record batches ---------------------------------------------------------------

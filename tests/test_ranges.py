@@ -160,6 +160,63 @@ def test_a_consumer_read_pulls_by_the_sizes_it_sees_and_reads_large_and_small_me
     assert stream.to_arrow(25, 40).column("seq").to_pylist() == list(range(25, 40))
 
 
+def lagging_replica(monkeypatch, stored_up_to):
+    """Make every read of a range end after sequence ``stored_up_to(n)`` on its n-th try, as a read served
+    by a replica that has stored only that far; return the start sequence of each try."""
+    real = ranges._ordered_runs
+    tries: list[int] = []
+
+    def runs(js, stream, spec, start, end, timeout):
+        tries.append(start)
+        limit = stored_up_to(len(tries))
+        for run in real(js, stream, spec, start, end, timeout):
+            keep = sum(1 for seq in run.seqs if seq <= limit)
+            if keep < len(run.seqs):
+                if keep:
+                    yield ranges._slice(run, 0, keep)
+                return
+            yield run
+
+    monkeypatch.setattr(ranges, "_ordered_runs", runs)
+    return tries
+
+
+def seqs_read(js, stream, start, end):
+    spec = ranges.RangeSpec(batch_size=1000)
+    batches = ranges.read_batches(js, stream.name, spec, start=start, end=end, direct=False, replicated=True,
+                                  timeout=jss.DEFAULT)
+    return [seq for batch in batches for seq in batch.column("seq").to_pylist()]
+
+
+def test_a_replicated_read_served_by_a_replica_behind_goes_on_until_it_has_the_whole_range(js, name, subj,
+                                                                                           monkeypatch):
+    stream = js.create_stream(name=name, subjects=[f"{subj}.>"])
+    publish_n(js, f"{subj}.a", 100)
+    tries = lagging_replica(monkeypatch, lambda n: 60 if n <= 5 else 10**9)  # caught up on the 6th try
+    assert seqs_read(js, stream, 1, 101) == list(range(1, 101))  # not 1..60: the leader says 61 is stored
+    assert tries == [1, 61, 61, 61, 61, 61]
+
+
+def test_a_replicated_read_whose_range_ends_in_deleted_messages_ends_at_once(js, name, subj, monkeypatch):
+    stream = js.create_stream(name=name, subjects=[f"{subj}.>"])
+    publish_n(js, f"{subj}.a", 100)
+    for seq in range(91, 101):
+        stream.delete_msg(seq)
+    tries = lagging_replica(monkeypatch, lambda n: 10**9)
+    assert seqs_read(js, stream, 1, 101) == list(range(1, 91))
+    assert tries == [1, 91, 91]  # two quick retries, then the leader: nothing stored from 91 on
+
+
+def test_a_replicated_read_whose_replicas_never_store_the_rest_fails_and_skips_nothing(js, name, subj,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(ranges, "_REPLICA_SETTLE", 1.0)
+    stream = js.create_stream(name=name, subjects=[f"{subj}.>"])
+    publish_n(js, f"{subj}.a", 100)
+    lagging_replica(monkeypatch, lambda n: 60)
+    with pytest.raises(jss.TimeoutError, match="sequence 61 is stored .* have not stored it yet"):
+        seqs_read(js, stream, 1, 101)
+
+
 def test_utf8_decoding_makes_data_text_and_names_a_payload_that_is_not(ranged, js, subj):
     fill(js, subj, 3)
     table = ranged.to_arrow(decode="utf-8")
