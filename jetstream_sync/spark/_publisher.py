@@ -392,6 +392,9 @@ class _Run:
                     publish_async, self.retry = js.publish_async, js.retry
                     worker = _connections.worker_identity(options) if pub.worker_header else None
                 subject, data, headers, msg_id = decode(row, index)
+                if index == 0 and not self._captured(js, subject):
+                    missing = jss.NoRespondersError(f"no stream captures subject {subject!r}", subject)
+                    raise self._error(missing, 0, subject) from missing
                 if worker is not None:
                     headers = dict(headers) if headers else {}
                     headers[pub.worker_header] = worker
@@ -420,6 +423,18 @@ class _Run:
                 log.warning("jetstream_sync.spark: dropped the connection after %r", cause)
             raise
         return count
+
+    def _captured(self, js: jss.JetStream, subject: str) -> bool:
+        """Whether a stream captures ``subject``: asked once per task (one request), since a publish that
+        finds no responders is retried as long as a leader election lasts, and no responders also means
+        that no stream captures it. True when it cannot be told: a JetStream domain or API prefix (the
+        streams live elsewhere), or no permission to list streams."""
+        if self.pub.domain is not None or self.pub.api_prefix is not None:
+            return True
+        try:
+            return next(iter(js.stream_names(subject=subject)), None) is not None
+        except jss.JetStreamError:
+            return True
 
     def _settle(self, n: int, timeout: float) -> None:
         """Wait for the ``n`` oldest PubAcks; raise PublishError for the first failed one."""
