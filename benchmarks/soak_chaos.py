@@ -294,7 +294,7 @@ class Soak:
         self.kv_conflicts = 0
         self.kv_ambiguous = 0
         self.kv_unresolved = 0
-        self.kv_history_behind = 0     # kv.history() reads that did not show a revision a failed CAS proved
+        self.kv_history_behind = 0     # leader reads that did not show yet the revision a failed CAS proved
         self.kv_max_value = 0
         self.watch_last = 0
         self.watch_seen = 0
@@ -497,24 +497,32 @@ class Soak:
 
     def kv_resolve(self, kv: Any, last: int, mine: set[bytes]) -> str:
         """Whose write followed revision ``last``: "ok" (one of ``mine``), "moved" (the other writer's).
-        The failed CAS proved that revision exists; a history that does not show it yet is counted and read
-        again."""
+        Asked of the bucket stream's leader (a message get by sequence, not a direct get: a replica behind
+        would not show it yet, and by the time it did the key's history might have dropped it): the first
+        message on the key after ``last``, while ``last`` itself is still kept (the history drops the
+        oldest first). A leader that does not show it yet (the failed CAS proved it exists) is counted and
+        asked again."""
+        stream, subject = f"KV_{BUCKET}", f"$KV.{BUCKET}.{KEY}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                history = kv.history(KEY)
+                self.ajs._jsapi.msg_get(stream, seq=last)  # still kept: nothing after it was dropped
+            except jss.MessageNotFoundError:
+                return "unresolved"  # dropped by the key's history: what followed it cannot be told
             except jss.JetStreamError:
                 time.sleep(0.2)
                 continue
-            after = [e for e in history if e.revision > last]
-            if not after:
+            try:
+                after = self.ajs._jsapi.msg_get(stream, seq=last + 1, next_by_subj=subject)
+            except jss.MessageNotFoundError:
                 with self.watcher.lock:
                     self.kv_history_behind += 1
                 time.sleep(0.2)
                 continue
-            if history[0].revision > last + 1:
-                return "unresolved"  # the revision after ``last`` fell out of the history
-            return "ok" if after[0].value in mine else "moved"
+            except jss.JetStreamError:
+                time.sleep(0.2)
+                continue
+            return "ok" if after.data in mine else "moved"
         return "unresolved"
 
     def start_watcher(self) -> None:
@@ -1027,8 +1035,8 @@ class Soak:
         self.check("kv: the counter equals the successful CAS updates",
                    bucket == self.kv_ok and not self.kv_unresolved,
                    f"counter {bucket:,}, successful CAS {self.kv_ok:,}, lost races {self.kv_conflicts:,}, "
-                   f"unconfirmed updates {self.kv_ambiguous} (resolved from the history), unresolved "
-                   f"{self.kv_unresolved}; history reads behind a failed CAS {self.kv_history_behind}")
+                   f"unconfirmed updates {self.kv_ambiguous} (resolved by the leader), unresolved "
+                   f"{self.kv_unresolved}; leader reads behind a failed CAS {self.kv_history_behind}")
         self.check("kv: the watcher's last value equals the bucket's, values only rising",
                    self.watch_last == bucket and not self.watch_problems,
                    f"watcher at {self.watch_last:,} after {self.watch_seen:,} entries, bucket at {bucket:,}; "

@@ -169,7 +169,7 @@ class PubAckFuture(concurrent.futures.Future):
     """
 
     #: A retried publish's (policy, PUB bytes before the reply subject, after it, the attempt under way).
-    _retry: tuple[RetryPolicy, bytes, bytes, int] | None = None
+    _retry: tuple[RetryPolicy, bytes, bytes, int, float] | None = None
 
     def __init__(self) -> None:  # no super().__init__(): the Condition is made on first use
         self._state = PENDING
@@ -357,7 +357,7 @@ class Publisher:
         pending = self._pending
         fut = PubAckFuture()
         if retry is not None and retry.attempts > 1:
-            fut._retry = (retry, head, tail, 1)
+            fut._retry = (retry, head, tail, 1, time.monotonic())
         token = b"%d" % next(self._tokens)
         deadline = time.monotonic() + timeout
         lock = self._lock
@@ -562,10 +562,10 @@ class Publisher:
         fut = entry[0]
         retry = fut._retry if type(fut) is PubAckFuture else None
         if retry is not None and not self._closed and fut._state == PENDING:
-            policy, head, tail, attempt = retry
-            wait = wait_before_retry(policy, exc, attempt)
+            policy, head, tail, attempt, started = retry
+            wait = wait_before_retry(policy, exc, attempt, elapsed=time.monotonic() - started)
             if wait is not None:
-                fut._retry = (policy, head, tail, attempt + 1)
+                fut._retry = (policy, head, tail, attempt + 1, started)
                 token = b"%d" % next(self._tokens)
                 timeout = entry[3]
                 # Not checked against max_pending (the loop never waits): a caller may have taken the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import Any, Awaitable, Callable, TypeVar
 
 import attrs
@@ -33,14 +34,19 @@ class RetryPolicy:
 
     ``attempts`` counts the first try (1 = no retry); between tries the wait
     grows exponentially from ``initial_backoff`` up to ``max_backoff`` seconds,
-    with jitter. Only errors flagged ``retriable`` are retried: timeouts, no
-    responders (a leader election), 503 API errors, "duplicate message id is in
-    process" (``MsgIdInProcessError``), a full outbound buffer while reconnecting.
+    with jitter. ``deadline`` (seconds, default None: no limit) ends the retries
+    once that long has passed since the first try began, whatever ``attempts``
+    says: many quick tries through a leader election, yet a bounded wait when
+    every try waits out its timeout. Only errors flagged ``retriable`` are
+    retried: timeouts, no responders (a leader election), 503 API errors,
+    "duplicate message id is in process" (``MsgIdInProcessError``), a full
+    outbound buffer while reconnecting.
     """
 
     attempts: int = attrs.field(default=3)
     initial_backoff: float = attrs.field(default=0.1)
     max_backoff: float = attrs.field(default=2.0)
+    deadline: float | None = attrs.field(default=None)
 
     @attempts.validator
     def _check_attempts(self, attribute: attrs.Attribute, value: int) -> None:
@@ -53,9 +59,18 @@ class RetryPolicy:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{attribute.name} must be a number of seconds >= 0, got {value!r}")
 
-    def _schedule(self) -> dict[str, Any]:
+    @deadline.validator
+    def _check_deadline(self, attribute: attrs.Attribute, value: float | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise ValueError(f"deadline must be a number of seconds > 0 or None, got {value!r}")
+
+    def _schedule(self, started: float) -> dict[str, Any]:
+        stop: Any = tenacity.stop_after_attempt(self.attempts)
+        if self.deadline is not None:
+            deadline = started + self.deadline
+            stop = stop | (lambda _state: time.monotonic() >= deadline)
         return dict(
-            stop=tenacity.stop_after_attempt(self.attempts),
+            stop=stop,
             wait=tenacity.wait_exponential(multiplier=self.initial_backoff, max=self.max_backoff)
             + tenacity.wait_random(0, self.initial_backoff),
             retry=tenacity.retry_if_exception(_is_retriable),
@@ -71,6 +86,7 @@ class RetryPolicy:
         """
         if self.attempts == 1:
             return fn()
+        started = time.monotonic()
         try:  # the first attempt outside tenacity: most calls succeed at once, and its set-up costs tens of us
             return fn()
         except BaseException as exc:
@@ -83,24 +99,27 @@ class RetryPolicy:
                 raise first.pop()
             return fn()
 
-        return tenacity.Retrying(**self._schedule())(again)
+        return tenacity.Retrying(**self._schedule(started))(again)
 
     async def call_async(self, fn: Callable[[], Awaitable[T]]) -> T:
         """(loop thread) :meth:`call` for a coroutine function: backs off with ``asyncio.sleep``,
         so the loop keeps serving everything else meanwhile."""
         if self.attempts == 1:
             return await fn()
-        return await tenacity.AsyncRetrying(**self._schedule())(fn)
+        return await tenacity.AsyncRetrying(**self._schedule(time.monotonic()))(fn)
 
 
 def wait_before_retry(policy: RetryPolicy, exc: BaseException, attempt: int,
-                      jitter: float | None = None) -> float | None:
+                      jitter: float | None = None, elapsed: float = 0.0) -> float | None:
     """The seconds to back off before trying again after ``exc`` ended try number ``attempt`` (from 1),
-    as ``policy.call`` would; None when ``exc`` is not retriable or the policy's attempts are spent.
+    ``elapsed`` seconds after the first try began, as ``policy.call`` would; None when ``exc`` is not
+    retriable, the policy's attempts are spent or its deadline has passed.
 
     ``jitter`` (0 to 1) picks the point in the jitter range; random when None. Pure otherwise, no I/O.
     """
     if attempt >= policy.attempts or not _is_retriable(exc):
+        return None
+    if policy.deadline is not None and elapsed >= policy.deadline:
         return None
     # tenacity's wait_exponential(multiplier=initial_backoff, max=max_backoff) + wait_random(0, initial_backoff)
     try:

@@ -3,7 +3,10 @@
 # consume() on an R3 durable whose leader is killed. Proves: messages flow again within RECOVERY seconds
 # of the kill (the ordered consumer with no gap and no duplicate), where waiting out the default missed-
 # heartbeat alarm took half a minute. Code under test: ordered.py, ordered_core.py, pull.py,
-# pull_options.py, _delivery.py.
+# pull_options.py, _delivery.py. Also a Spark publisher() task (run in this process, no Spark session:
+# a node restarted by the driver process breaks later data source writes of its session) whose stream's
+# leader is killed halfway: it waits out the election and stores every row once (spark/_connections.py,
+# spark/_publisher.py).
 from __future__ import annotations
 
 import datetime
@@ -16,6 +19,7 @@ import uuid
 import pytest
 
 import jetstream_sync as jss
+import jetstream_sync.spark  # noqa: F401 - jss.spark
 
 from conftest import wait_for
 
@@ -230,3 +234,53 @@ def test_consume_whose_consumer_leader_is_killed_delivers_again_within_10s(setup
     print(f"[consume() on an R3 durable] the new leader was elected {elected:.2f}s after the kill")
     # Within 10 s of the kill, or (when the server's own election came late) within 3 s of the election.
     assert took < RECOVERY or took - elected < AFTER_ELECTION, (took, elected)
+
+
+# -- a Spark publisher task ----------------------------------------------------------------------
+
+SPARK_ROWS = 6000
+SPARK_KILL_AT = 2000  # rows handed to the task before the stream's leader is killed
+
+
+@pytest.mark.timeout(120)
+def test_a_publisher_task_whose_streams_leader_dies_waits_out_the_election_and_stores_every_row_once(
+        nats_cluster):
+    nats_cluster.wait_ready()
+    name = f"SPK_{uuid.uuid4().hex[:8].upper()}"
+    admin = jss.connect(nats_cluster.urls, timeout=2.0, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js = admin.jetstream(retry=RETRY)
+    victim = pub = None
+    try:
+        js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="file", num_replicas=3)
+        wait_for(lambda: js.stream_info(name).cluster.leader, timeout=30, what="the stream's leader")
+        leader = js.stream_info(name).cluster.leader
+        victim = next(i for i, n in enumerate(nats_cluster.nodes) if n.name == leader)
+        # The task's connection is to a node that lives: what it waits out is the election, not a reconnect.
+        survivors = [n.url for i, n in enumerate(nats_cluster.nodes) if i != victim]
+        pub = jss.spark.publisher(survivors, subject=f"{name.lower()}.x", write_id="nodedeath", timeout=2.0,
+                                  max_pending=100)
+
+        def rows():
+            for i in range(SPARK_ROWS):
+                if i == SPARK_KILL_AT:
+                    nats_cluster.kill_node(victim)  # the stream has no leader until the others elect one
+                yield {"data": b"%d" % i}
+
+        assert pub.publish(rows(), partition_id=0) == SPARK_ROWS  # no PublishError: the election was waited out
+        state = js.stream_info(name).state
+        assert (state.messages, state.last_seq) == (SPARK_ROWS, SPARK_ROWS)  # every row once, retried ones deduplicated
+        new_leader = js.stream_info(name).cluster.leader
+        assert new_leader and new_leader != leader
+    finally:
+        try:
+            if victim is not None and not nats_cluster.nodes[victim].is_running:
+                nats_cluster.start_node(victim)
+            nats_cluster.wait_ready()
+            try:
+                js.delete_stream(name)
+            except jss.JetStreamError:
+                pass  # the cluster is shared; a leftover stream harms nobody
+        finally:
+            admin.close()
+            if pub is not None:
+                jss.spark.drop(pub.options)

@@ -1,6 +1,7 @@
 # RetryPolicy retries only retriable errors, a bounded number of times; wait_before_retry is the same
 # decision one step at a time, as the loop thread asks it for a publish_async with a msg_id.
 import asyncio
+import time
 
 import pytest
 
@@ -116,8 +117,25 @@ def test_duplicate_message_id_in_process_is_retried_until_the_earlier_publish_is
     assert info.value.err_code == 10158 and len(calls) == 2
 
 
+@pytest.mark.timeout(10)
+def test_a_deadline_ends_the_retries_before_the_attempts_run_out():
+    fn, calls = _flaky(10**6, jss.NoRespondersError("election"))
+    policy = jss.RetryPolicy(attempts=10**6, initial_backoff=0.01, max_backoff=0.02, deadline=0.3)
+    started = time.monotonic()
+    with pytest.raises(jss.NoRespondersError):
+        policy.call(fn)
+    assert 0.3 <= time.monotonic() - started < 3.0
+    assert 5 < len(calls) < 10**6  # many quick tries, then the deadline
+    with pytest.raises(jss.NoRespondersError):
+        asyncio.run(policy.call_async(_flaky_async(10**6, jss.NoRespondersError("election"))[0]))
+    # One step at a time (the loop thread's publish_async retries): no step once the deadline passed.
+    assert wait_before_retry(policy, jss.NoRespondersError("election"), 1, jitter=0, elapsed=0.29) is not None
+    assert wait_before_retry(policy, jss.NoRespondersError("election"), 1, jitter=0, elapsed=0.3) is None
+    assert wait_before_retry(jss.RetryPolicy(attempts=5), jss.TimeoutError("slow"), 1, elapsed=10**6) is not None
+
+
 @pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"attempts": True}, {"initial_backoff": -1},
-                                    {"max_backoff": "1"}])
+                                    {"max_backoff": "1"}, {"deadline": 0}, {"deadline": -1.0}, {"deadline": "5"}])
 def test_bad_policies_are_refused(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         jss.RetryPolicy(**kwargs)

@@ -42,10 +42,11 @@ log = logging.getLogger(__name__)
 
 # After the node holding a stream's leader dies, its other replicas elect a new one within a few
 # seconds (up to about 10); meanwhile publishes get no responders and requests 503s or no answer.
-# Spark's contexts retry those for longer (40 tries, backing off to 0.5 s: about 18 s of
-# no-responder answers), so a node's death does not fail a task: in local mode Spark retries no task,
-# and the whole query would end. The other errors are not retried (the policy's rule).
-ELECTION_RETRY = jss.RetryPolicy(attempts=40, initial_backoff=0.05, max_backoff=0.5)
+# Spark's contexts retry those for 15 s (tries backing off to 0.5 s), so a node's death does not fail
+# a task: in local mode Spark retries no task, and the whole query would end. The deadline bounds the
+# wait when every try waits out its timeout (the only server is gone). The other errors are not
+# retried (the policy's rule).
+ELECTION_RETRY = jss.RetryPolicy(attempts=100, initial_backoff=0.05, max_backoff=0.5, deadline=15.0)
 
 #: nats-py connect options that have a dedicated field (or are not allowed) and so may not go into ``extra``.
 _RESERVED = frozenset({

@@ -33,6 +33,7 @@ import base64
 import collections
 import concurrent.futures
 import hashlib
+import json
 import logging
 import os
 import re
@@ -52,6 +53,8 @@ __all__ = ["PartitionPublisher", "PublishError", "derived_write_id", "new_write_
 log = logging.getLogger(__name__)
 
 _MSG_ID = "Nats-Msg-Id"
+#: Seconds a task waits for the answer to "does a stream capture this subject?" (asked once, not retried).
+_CHECK_TIMEOUT = 2.0
 # Errors that say the connection itself is in trouble: the cached client is dropped so the
 # retried task (or the next task in this worker) connects afresh.
 _CONNECTION_ERRORS = (jss.TimeoutError, concurrent.futures.TimeoutError, jss.ClientClosedError,
@@ -431,10 +434,15 @@ class _Run:
         streams live elsewhere), or no permission to list streams."""
         if self.pub.domain is not None or self.pub.api_prefix is not None:
             return True
-        try:
-            return next(iter(js.stream_names(subject=subject)), None) is not None
-        except jss.JetStreamError:
+        client = _connections.client_for(self.pub.options)
+        body = json.dumps({"subject": subject}).encode()
+        try:  # one request, not retried: a server that cannot answer now leaves it to the publishes
+            reply = json.loads(client.request("$JS.API.STREAM.NAMES", body, timeout=_CHECK_TIMEOUT).data)
+        except (jss.JetStreamError, ValueError):
             return True
+        if not isinstance(reply, dict) or "error" in reply:
+            return True
+        return bool(reply.get("streams"))
 
     def _settle(self, n: int, timeout: float) -> None:
         """Wait for the ``n`` oldest PubAcks; raise PublishError for the first failed one."""
@@ -442,8 +450,10 @@ class _Run:
         # The publisher's own sweep fails a future whose ack is overdue (after its retries, each
         # attempt given the timeout); the extra seconds only guard against a stalled loop.
         limit = timeout + 5.0
-        if self.retry is not None:
-            limit += (self.retry.attempts - 1) * (timeout + self.retry.max_backoff + self.retry.initial_backoff)
+        retry = self.retry
+        if retry is not None:
+            tries = (retry.attempts - 1) * (timeout + retry.max_backoff + retry.initial_backoff)
+            limit += tries if retry.deadline is None else min(tries, retry.deadline + timeout + retry.max_backoff)
         for _ in range(n):
             fut, index, subject = pending.popleft()
             try:
