@@ -18,12 +18,15 @@
 # Rule 5: a ``publish_async`` given a retry policy (one with a msg_id: the server drops a repeat) is
 #         sent again, the same bytes under a new token, when an attempt ends with a retriable error;
 #         it keeps its window slot through the backoff, and its future ends only with the last attempt.
+#         Those written before the connection dropped are sent again as soon as it is back (their
+#         PubAck may have died with the old connection or its node), not after their timeout.
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import itertools
 import json
+import logging
 import threading
 import time
 import weakref
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from ._connection import Connection
 
 __all__ = ["Publisher", "publish_headers", "publish_parts", "ttl_header"]
+
+log = logging.getLogger(__name__)
 
 #: The headers of the publish options: deduplication, and the checks the server makes before storing.
 MSG_ID = "Nats-Msg-Id"
@@ -168,7 +173,8 @@ class PubAckFuture(concurrent.futures.Future):
     :class:`PubAck` only when ``result()`` is first called.
     """
 
-    #: A retried publish's (policy, PUB bytes before the reply subject, after it, the attempt under way).
+    #: A retried publish's (policy, PUB bytes before the reply subject, after it, the attempt under way,
+    #: time.monotonic() of the first attempt).
     _retry: tuple[RetryPolicy, bytes, bytes, int, float] | None = None
 
     def __init__(self) -> None:  # no super().__init__(): the Condition is made on first use
@@ -316,6 +322,8 @@ class Publisher:
         self._sweeper: asyncio.Task | None = None
         self._sweeper_asked = False
         self._closed = False
+        #: (loop thread) Tokens of retried publishes written before the connection dropped.
+        self._unsure: list[bytes] = []
 
     def _ensure_started(self) -> None:
         with self._start_lock:
@@ -356,10 +364,11 @@ class Publisher:
             self._ensure_started()
         pending = self._pending
         fut = PubAckFuture()
+        now = time.monotonic()
         if retry is not None and retry.attempts > 1:
-            fut._retry = (retry, head, tail, 1, time.monotonic())
+            fut._retry = (retry, head, tail, 1, now)
         token = b"%d" % next(self._tokens)
-        deadline = time.monotonic() + timeout
+        deadline = now + timeout
         lock = self._lock
         lock.acquire()  # not a with-block: this runs once per publish
         try:
@@ -610,9 +619,29 @@ class Publisher:
             self.close()
 
     # connection events (loop thread)
-    def on_disconnected(self) -> None: ...
+    def on_disconnected(self) -> None:
+        # A publish written before the connection dropped may have died with it (or with the node
+        # behind it): its PubAck may never come. Those the server deduplicates are sent again as soon
+        # as the connection is back, instead of after their timeout. Writes made while disconnected
+        # wait in the outbound buffer and go out on reconnect by themselves.
+        self._unsure = [token for token, entry in self._pending.items()
+                        if type(entry[0]) is PubAckFuture and entry[0]._retry is not None]
 
-    def on_reconnected(self) -> None: ...
+    def on_reconnected(self) -> None:
+        tokens, self._unsure = self._unsure, []
+        pending = self._pending
+        for token in tokens:
+            entry = pending.get(token)
+            if entry is None:
+                continue  # answered, failed or retried under a new token meanwhile
+            fut = entry[0]
+            retry = fut._retry
+            if retry is None or fut._state != PENDING:
+                continue
+            timeout = entry[3]
+            pending[token] = (fut, time.monotonic() + timeout, entry[2], timeout)
+            log.debug("jetstream_sync: publish to %r sent again after a reconnect", entry[2])
+            self._resend(token, retry[1], retry[2])
 
     def on_closed(self) -> None:
         self.close()

@@ -6,7 +6,8 @@
 # pull_options.py, _delivery.py. Also a Spark publisher() task (run in this process, no Spark session:
 # a node restarted by the driver process breaks later data source writes of its session) whose stream's
 # leader is killed halfway: it waits out the election and stores every row once (spark/_connections.py,
-# spark/_publisher.py).
+# spark/_publisher.py). And a streaming read's planning told a last sequence below its checkpoint by a
+# replicated stream (a leader just elected): asked again, not data loss (spark/_reads.py).
 from __future__ import annotations
 
 import datetime
@@ -20,6 +21,8 @@ import pytest
 
 import jetstream_sync as jss
 import jetstream_sync.spark  # noqa: F401 - jss.spark
+from jetstream_sync.spark import _reads
+from jetstream_sync.spark._options import ReadSettings
 
 from conftest import wait_for
 
@@ -284,3 +287,49 @@ def test_a_publisher_task_whose_streams_leader_dies_waits_out_the_election_and_s
             admin.close()
             if pub is not None:
                 jss.spark.drop(pub.options)
+
+
+# -- a streaming read's planning after a leader election ------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_streaming_reads_planning_asks_again_when_a_replicated_stream_says_less_than_its_checkpoint(
+        nats_cluster, monkeypatch):
+    # Right after an election a new leader may answer a stream info before it has applied all that was
+    # stored: a last sequence below what the query already read. That is asked again, not data loss.
+    nats_cluster.wait_ready()
+    name = f"SPL_{uuid.uuid4().hex[:8].upper()}"
+    admin = jss.connect(nats_cluster.urls, timeout=2.0)
+    settings = ReadSettings.parse({"servers": ",".join(nats_cluster.urls), "stream": name}, streaming=True)
+    try:
+        js = admin.jetstream(retry=RETRY)
+        js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="memory", num_replicas=3)
+        for i in range(5):
+            js.publish(f"{name.lower()}.x", b"%d" % i)
+        reader = _reads.JetStreamStreamReader(settings, _reads.READ_SCHEMA)
+        assert reader.latestOffset({name: 0}, None) == {name: 5}
+        answers: list[int] = []
+        bounds = reader._bounds
+
+        def behind_once() -> tuple[int, int]:
+            first, last = bounds()
+            answers.append(last)
+            if len(answers) == 1:  # the first answer is behind the checkpoint; the stream then has it all
+                for i in range(5, 8):
+                    js.publish(f"{name.lower()}.x", b"%d" % i)
+            return first, last
+
+        monkeypatch.setattr(reader, "_bounds", behind_once)
+        assert reader.latestOffset({name: 8}, None) == {name: 8}  # no DataLossError
+        assert answers == [5, 8]
+        # A stream that stays behind the checkpoint is still data loss, once the settle time is over.
+        monkeypatch.setattr(_reads, "_LEADER_SETTLE", 0.5)
+        with pytest.raises(_reads.DataLossError, match="below the checkpointed offset 100"):
+            reader.latestOffset({name: 100}, None)
+    finally:
+        try:
+            admin.jetstream().delete_stream(name)
+        except jss.JetStreamError:
+            pass
+        admin.close()
+        jss.spark.drop(settings.conn)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import os
 import signal
 import sys
 import threading
@@ -553,6 +554,32 @@ def test_publishes_buffered_while_disconnected_are_acked_after_reconnect(fresh_s
         js.publish_async_complete(timeout=15)
         assert sorted(f.result(0).seq for f in futures) == [2, 3, 4]
         assert js.stream_info("BUFFERED").state.messages == 4
+
+
+@pytest.mark.timeout(60)
+def test_publish_async_with_msg_id_lost_with_its_connection_is_sent_again_on_reconnect_not_at_its_timeout(
+        fresh_server):
+    # The server is frozen, so the publishes sit unread in its socket, then killed: they die with the
+    # connection and no PubAck will ever come. Each attempt may wait 300 s; the reconnect sends them again.
+    retry = jss.RetryPolicy(attempts=5, initial_backoff=0.05, max_backoff=0.5)
+    with jss.connect(fresh_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1) as client:
+        js = client.jetstream(retry=retry)
+        js.create_stream(name="LOST", subjects=["lost.>"], storage="file", duplicate_window=120)
+        assert js.publish("lost.a", b"before", msg_id="before").seq == 1
+        os.kill(fresh_server.pid, signal.SIGSTOP)
+        try:
+            futures = [js.publish_async("lost.a", f"m{i}", msg_id=f"m{i}", timeout=300) for i in range(5)]
+            plain = js.publish_async("lost.a", b"no id", timeout=300)  # not retried: it is not sent again
+            assert js.publish_async_pending() == 6
+        finally:
+            fresh_server.kill()  # SIGKILL ends a stopped process too
+        wait_for(lambda: not client.is_connected, what="the client to notice the server is gone")
+        fresh_server.start()
+        wait_for(lambda: all(f.done() for f in futures), timeout=30, what="the lost publishes to be acknowledged")
+        assert sorted(f.result(0).seq for f in futures) == [2, 3, 4, 5, 6]
+        assert not plain.done()  # its PubAck may still come for all the client knows: it waits out its timeout
+        info = js.stream_info("LOST")
+        assert (info.state.messages, info.state.last_seq) == (6, 6)
 
 
 @pytest.mark.timeout(30)

@@ -16,6 +16,7 @@ import datetime as _dt
 import logging
 import math
 import os
+import time
 from typing import Any, Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -70,6 +71,11 @@ _INACTIVE = 10.0
 #: contexts' ELECTION_RETRY): a stream whose leader's node died answers nothing until its replicas
 #: have elected another, and the next micro-batch should start as soon as they have.
 _INFO_TRY = 1.0
+#: Seconds the planning side asks a replicated stream's info again while it says a last sequence below the
+#: checkpointed offset: a leader just elected may answer before it has applied everything stored.
+_LEADER_SETTLE = 10.0
+#: Seconds between those asks.
+_SETTLE_POLL = 0.25
 #: Failures of the connection itself: the cached client is dropped so a retried task reconnects.
 _TRANSPORT_ERRORS = (jss.ClientClosedError, jss.NotConnectedError, jss.NoServersError, jss.TimeoutError)
 
@@ -382,6 +388,8 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if start is None:  # PySpark < 4.2 asks without a start: no read limit possible
             return {s.stream: last}
         current = self._seq(start, "start")
+        if last < current and self._mode is not None and self._mode[1]:
+            first, last = self._settled(current)
         if last < current:
             if s.fail_on_data_loss:
                 raise DataLossError(
@@ -402,6 +410,20 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             end = min(end, self._target)
         return {s.stream: max(end, self._seq(start, "start"))}
+
+    def _settled(self, current: int) -> tuple[int, int]:
+        """(first, last) of a replicated stream whose info said a last sequence below ``current``, asked
+        again every ``_SETTLE_POLL`` s until it is not, for at most ``_LEADER_SETTLE`` s: right after a
+        leader election the new leader may answer before it has applied all that was stored."""
+        give_up = time.monotonic() + _LEADER_SETTLE
+        while True:
+            time.sleep(_SETTLE_POLL)
+            first, last = self._bounds()
+            if last >= current or time.monotonic() >= give_up:
+                if last >= current:
+                    log.info("jetstream source: stream %r caught up with the checkpointed offset %d after a "
+                             "leader change", self._settings.stream, current)
+                return first, last
 
     def reportLatestOffset(self) -> dict | None:
         """The stream's last sequence as the latest ``latestOffset`` saw it (no request: Spark asks
