@@ -19,7 +19,9 @@
 #         sent again, the same bytes under a new token, when an attempt ends with a retriable error;
 #         it keeps its window slot through the backoff, and its future ends only with the last attempt.
 #         Those written before the connection dropped are sent again as soon as it is back (their
-#         PubAck may have died with the old connection or its node), not after their timeout.
+#         PubAck may have died with the old connection or its node), and those overtaken by the
+#         answer to a later publish to their subject (lost with a stream leader that died) at once:
+#         neither waits out its timeout.
 from __future__ import annotations
 
 import asyncio
@@ -65,6 +67,9 @@ BATCH_COMMIT = "Nats-Batch-Commit"
 MAX_BATCH_ID = 64
 
 _SWEEP_INTERVAL = 0.25
+#: Seconds by which a publish answered must have been sent after an unanswered one to the same subject
+#: for that one to count as lost (answers to one stream come in order; a healthy reordering is far shorter).
+_OVERTAKEN = 1.0
 _LAZY = object()
 # Guards the lazy creation of a future's Condition against a result arriving
 # at the same moment; held for a few bytecodes only.
@@ -553,7 +558,36 @@ class Publisher:
             if err:
                 self._end(entry, errors.api_error_from(err, subject=subject))
                 return
+        if type(fut) is PubAckFuture and fut._retry is not None and pending:
+            self._resend_overtaken(entry)
         fut._finish_raw(data)
+
+    def _resend_overtaken(self, answered: tuple) -> None:
+        """(loop thread) A stream answers the publishes to a subject in the order they were sent: when
+        ``answered`` (a retried publish's window entry) was sent more than ``_OVERTAKEN`` s after the
+        oldest publish still waiting, to the same subject, those older ones were lost on the way (a
+        stream leader that died with them, while this connection lived). Each of them that the server
+        deduplicates (a retry policy) is sent again now, under its token, with a fresh timeout."""
+        pending = self._pending
+        oldest = pending[next(iter(pending))]
+        sent = answered[1] - answered[3]
+        subject = answered[2]
+        if oldest[2] != subject or oldest[1] - oldest[3] > sent - _OVERTAKEN:
+            return
+        now = time.monotonic()
+        resent = 0
+        for token, entry in list(pending.items()):
+            fut = entry[0]
+            if (entry[2] != subject or entry[1] - entry[3] > sent - _OVERTAKEN or type(fut) is not PubAckFuture
+                    or fut._retry is None or fut._state != PENDING):
+                continue
+            timeout = entry[3]
+            pending[token] = (fut, now + timeout, subject, timeout)
+            self._resend(token, fut._retry[1], fut._retry[2])
+            resent += 1
+        if resent:
+            log.info("jetstream_sync: %d publishes to %r were overtaken by a later one's PubAck: sent again",
+                     resent, subject)
 
     def fail(self, token: bytes, exc: BaseException) -> None:
         """End one publish with ``exc`` (its write failed, or it timed out)."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import signal
 import threading
 import time
 import urllib.request
@@ -56,6 +58,37 @@ def meta_leader(cluster) -> str:
     pytest.fail("no meta leader")
 
 
+def create_r3(js, name: str, subjects: list[str], storage: str = "file"):
+    """Create an R3 stream; while a node killed by an earlier test is not yet back in the meta leader's
+    view ("no suitable peers for placement", err_code 10005), ask again."""
+    def attempt():
+        try:
+            return js.create_stream(name=name, subjects=subjects, storage=storage, num_replicas=3)
+        except jss.APIError as exc:
+            if exc.err_code != 10005:
+                raise
+            return None
+    return wait_for(attempt, timeout=30, interval=0.2, what=f"stream {name} to be placed on three nodes")
+
+
+def leader_and_others(cluster, js, name: str) -> tuple[int, list[str]]:
+    """(the index of stream ``name``'s leader node, the URLs of the other nodes), once it has a leader."""
+    leader = wait_for(lambda: js.stream_info(name).cluster.leader, timeout=30, what="the stream's leader")
+    victim = node_index(cluster, leader)
+    return victim, [n.url for i, n in enumerate(cluster.nodes) if i != victim]
+
+
+def restore(cluster, victim: int | None, js, name: str) -> None:
+    """After a test that killed node ``victim``: start it again, wait for the cluster, delete the stream."""
+    if victim is not None and not cluster.nodes[victim].is_running:
+        cluster.start_node(victim)
+    cluster.wait_ready()
+    try:
+        js.delete_stream(name)
+    except jss.JetStreamError:
+        pass  # the cluster is shared; a leftover stream harms nobody
+
+
 def node_index(cluster, server_name: str) -> int:
     return next(i for i, n in enumerate(cluster.nodes) if n.name == server_name)
 
@@ -73,8 +106,7 @@ class Setup:
         self.client = jss.connect([cluster.nodes[self.home].url], name="cluster-recovery", timeout=JS_TIMEOUT,
                                   reconnect_time_wait=0.1, max_reconnect_attempts=-1)
         self.js = self.client.jetstream(timeout=JS_TIMEOUT, retry=RETRY)
-        self.stream = self.js.create_stream(name=self.name, subjects=[f"{self.name.lower()}.m"], storage="file",
-                                            num_replicas=3)
+        self.stream = create_r3(self.js, self.name, [f"{self.name.lower()}.m"])
         self.victim: int | None = None
         self.lock = threading.Lock()
         self.seqs: list[int] = []
@@ -254,12 +286,10 @@ def test_a_publisher_task_whose_streams_leader_dies_waits_out_the_election_and_s
     js = admin.jetstream(retry=RETRY)
     victim = pub = None
     try:
-        js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="file", num_replicas=3)
-        wait_for(lambda: js.stream_info(name).cluster.leader, timeout=30, what="the stream's leader")
-        leader = js.stream_info(name).cluster.leader
-        victim = next(i for i, n in enumerate(nats_cluster.nodes) if n.name == leader)
+        create_r3(js, name, [f"{name.lower()}.>"])
         # The task's connection is to a node that lives: what it waits out is the election, not a reconnect.
-        survivors = [n.url for i, n in enumerate(nats_cluster.nodes) if i != victim]
+        victim, survivors = leader_and_others(nats_cluster, js, name)
+        leader = nats_cluster.nodes[victim].name
         pub = jss.spark.publisher(survivors, subject=f"{name.lower()}.x", write_id="nodedeath", timeout=2.0,
                                   max_pending=100)
 
@@ -276,17 +306,55 @@ def test_a_publisher_task_whose_streams_leader_dies_waits_out_the_election_and_s
         assert new_leader and new_leader != leader
     finally:
         try:
-            if victim is not None and not nats_cluster.nodes[victim].is_running:
-                nats_cluster.start_node(victim)
-            nats_cluster.wait_ready()
-            try:
-                js.delete_stream(name)
-            except jss.JetStreamError:
-                pass  # the cluster is shared; a leftover stream harms nobody
+            restore(nats_cluster, victim, js, name)
         finally:
             admin.close()
             if pub is not None:
                 jss.spark.drop(pub.options)
+
+
+# -- publishes lost with a stream leader ----------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_publishes_with_ids_lost_with_their_streams_leader_are_sent_again_once_a_later_one_is_answered(
+        nats_cluster):
+    # The stream's leader is frozen, so the publishes forwarded to it sit unread, then killed: they are
+    # lost while the client's own connection lives, and no PubAck will come for them. Each attempt may
+    # wait 300 s; the PubAck of a publish sent after the election shows they were overtaken.
+    nats_cluster.wait_ready()
+    name = f"LST_{uuid.uuid4().hex[:8].upper()}"
+    subject = f"{name.lower()}.x"
+    admin = jss.connect(nats_cluster.urls, timeout=2.0, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js = admin.jetstream(retry=RETRY)
+    victim = client = None
+    try:
+        create_r3(js, name, [f"{name.lower()}.>"])
+        victim, survivors = leader_and_others(nats_cluster, js, name)
+        client = jss.connect(survivors, timeout=2.0, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        pjs = client.jetstream(retry=jss.RetryPolicy(attempts=1000, initial_backoff=0.05, max_backoff=0.5,
+                                                     deadline=90.0))
+        assert pjs.publish(subject, b"first", msg_id="first").seq == 1
+        os.kill(nats_cluster.nodes[victim].pid, signal.SIGSTOP)
+        try:
+            lost = [pjs.publish_async(subject, b"lost %d" % i, msg_id=f"lost-{i}", timeout=300) for i in range(5)]
+            client.flush(timeout=5)  # the client's node has read them and forwarded them to the frozen leader
+        finally:
+            nats_cluster.kill_node(victim)
+        later = [pjs.publish_async(subject, b"later %d" % i, msg_id=f"later-{i}", timeout=300) for i in range(5)]
+        wait_for(lambda: all(f.done() for f in lost + later), timeout=60,
+                 what="every publish to be answered (a lost one otherwise waits out its 300 s)")
+        seqs = sorted(f.result(0).seq for f in lost + later)
+        assert seqs == list(range(2, 12))  # each stored once
+        state = js.stream_info(name).state
+        assert (state.messages, state.last_seq) == (11, 11)
+    finally:
+        try:
+            if client is not None:
+                client.close()
+            restore(nats_cluster, victim, js, name)
+        finally:
+            admin.close()
 
 
 # -- a streaming read's planning after a leader election ------------------------------------------
@@ -303,7 +371,7 @@ def test_a_streaming_reads_planning_asks_again_when_a_replicated_stream_says_les
     settings = ReadSettings.parse({"servers": ",".join(nats_cluster.urls), "stream": name}, streaming=True)
     try:
         js = admin.jetstream(retry=RETRY)
-        js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="memory", num_replicas=3)
+        create_r3(js, name, [f"{name.lower()}.>"], storage="memory")
         for i in range(5):
             js.publish(f"{name.lower()}.x", b"%d" % i)
         reader = _reads.JetStreamStreamReader(settings, _reads.READ_SCHEMA)
