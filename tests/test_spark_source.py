@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import threading
 import uuid
 
 import pytest
@@ -504,6 +505,41 @@ def test_a_write_that_cannot_succeed_fails_on_the_driver_before_any_job(spark, j
         assert raised is not None and re.search(match, str(raised)), (match, raised)
         assert jobs == 0, f"{match}: {jobs} Spark jobs started"
     assert js.stream(name).info().state.messages == 0
+
+
+@pytest.mark.timeout(60)
+def test_the_write_check_asks_again_after_one_second_when_the_stream_list_goes_unanswered(nats_server, caplog):
+    # Run for every micro-batch of a streaming write: while the meta layer elects a leader such a request
+    # gets no answer at all, and each try waits one second, not the client's whole timeout. The API of a
+    # JetStream domain no server serves stands in for the election: this test answers its second request.
+    from jetstream_sync.spark import ConnectionOptions, PartitionPublisher, drop
+    from jetstream_sync.spark._writes import check_write_target
+
+    pub = PartitionPublisher(options=ConnectionOptions.from_paths(nats_server.url), write_id="w", subject="x.y",
+                             domain="electing")
+    answered: list[str] = []
+    with jss.connect(nats_server.url) as helper:
+        requests = helper.subscribe("$JS.electing.API.STREAM.NAMES")
+
+        def answer_the_second() -> None:
+            requests.next(timeout=20)  # the first: no answer, as during an election
+            second = requests.next(timeout=20)
+            helper.publish(second.reply, json.dumps({"type": "io.nats.jetstream.api.v1.stream_names_response",
+                                                     "total": 1, "offset": 0, "limit": 1024, "streams": ["X"]}))
+            answered.append(second.subject)
+
+        responder = threading.Thread(target=answer_the_second, name="test-stream-names-responder")
+        responder.start()
+        try:
+            with caplog.at_level("INFO", logger="jetstream_sync"):
+                check_write_target(pub)  # no error: a stream captures the subject, the second answer says
+        finally:
+            responder.join(30)
+            requests.stop()
+            drop(pub.options)  # the check's cached connection
+    assert not responder.is_alive() and answered == ["$JS.electing.API.STREAM.NAMES"]
+    retries = [r.getMessage() for r in caplog.records if "retrying after TimeoutError" in r.getMessage()]
+    assert len(retries) == 1 and "timed out after 1.0 s" in retries[0], retries
 
 
 @pytest.mark.timeout(60)

@@ -35,7 +35,7 @@ import attrs
 import jetstream_sync as jss
 from jetstream_sync.client import raw_credentials, redact_url
 
-__all__ = ["ELECTION_RETRY", "ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for",
+__all__ = ["ELECTION_RETRY", "PLANNING_TRY", "ConnectionOptions", "client_for", "drop", "drop_all", "jetstream_for",
            "worker_identity"]
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,11 @@ log = logging.getLogger(__name__)
 # wait when every try waits out its timeout (the only server is gone). The other errors are not
 # retried (the policy's rule).
 ELECTION_RETRY = jss.RetryPolicy(attempts=100, initial_backoff=0.05, max_backoff=0.5, deadline=15.0)
+#: Seconds one request of the planning side (a micro-batch's stream info, a writer's check that a stream
+#: captures its subject) waits before it is asked again per ELECTION_RETRY: while a stream or the meta
+#: layer has no leader such a request gets no answer at all, and the next micro-batch should start as
+#: soon as the election is over, not a whole client timeout later.
+PLANNING_TRY = 1.0
 
 #: nats-py connect options that have a dedicated field (or are not allowed) and so may not go into ``extra``.
 _RESERVED = frozenset({

@@ -36,7 +36,7 @@ from jetstream_sync.config import RetentionPolicy
 from jetstream_sync.ranges import RangeSpec, read_batches, read_mode, require_pyarrow
 
 from . import _pushdown
-from ._connections import drop
+from ._connections import PLANNING_TRY, drop
 from ._options import ReadSettings
 
 try:  # PySpark >= 4.2: read limits (maxMessagesPerTrigger) and Trigger.AvailableNow
@@ -67,10 +67,6 @@ _ARROW_ROWS = 4096
 #: The ordered consumer of a startingTimestamp lookup is deleted when the lookup ends; one left behind
 #: by a killed driver is removed by the server after this long.
 _INACTIVE = 10.0
-#: Seconds one stream info request of the planning side waits before it is asked again (per the
-#: contexts' ELECTION_RETRY): a stream whose leader's node died answers nothing until its replicas
-#: have elected another, and the next micro-batch should start as soon as they have.
-_INFO_TRY = 1.0
 #: Seconds the planning side asks a replicated stream's info again while it says a last sequence below the
 #: checkpointed offset: a leader just elected may answer before it has applied everything stored.
 _LEADER_SETTLE = 10.0
@@ -117,8 +113,8 @@ def refuse_work_queue(config: Any, stream: str) -> None:
 
 def _bounds(js: jss.JetStream, stream: str) -> tuple[int, int, tuple[bool, bool]]:
     """(first stored sequence, last sequence, how executors read it: ``ranges.read_mode``); first is
-    last + 1 when nothing is stored. One request (asked again every ``_INFO_TRY`` s while unanswered)."""
-    info = js.stream_info(stream, timeout=_INFO_TRY)
+    last + 1 when nothing is stored. One request (asked again every ``PLANNING_TRY`` s while unanswered)."""
+    info = js.stream_info(stream, timeout=PLANNING_TRY)
     refuse_work_queue(info.config, stream)
     last = info.state.last_seq or 0
     first = info.state.first_seq or 0

@@ -18,7 +18,7 @@ from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, Struct
 import jetstream_sync as jss
 from jetstream_sync.client import redact_url
 
-from ._connections import jetstream_for
+from ._connections import PLANNING_TRY, jetstream_for
 from ._options import (
     WRITE_OPTIONS,
     check_option_names,
@@ -91,7 +91,8 @@ def check_write_target(pub: PartitionPublisher) -> None:
             raise ValueError(f"option subject {subject!r} is not a subject to publish to (no whitespace, empty "
                              f"tokens or wildcards)")
     js = jetstream_for(pub.options, domain=pub.domain)  # NoServersError, AuthorizationError, ...
-    if subject is not None and next(iter(js.stream_names(subject=subject)), None) is None:
+    # Asked for every micro-batch of a streaming write: each try waits PLANNING_TRY (no answer during an election).
+    if subject is not None and next(iter(js.stream_names(subject=subject, timeout=PLANNING_TRY)), None) is None:
         raise jss.NoRespondersError(
             f"no stream captures subject {subject!r} on {', '.join(redact_url(u) for u in pub.options.servers)}: "
             f"every task of the write would fail. Create a stream whose subjects match it, or fix the subject "
