@@ -558,9 +558,10 @@ class Publisher:
             if err:
                 self._end(entry, errors.api_error_from(err, subject=subject))
                 return
-        if type(fut) is PubAckFuture and fut._retry is not None and pending:
-            self._resend_overtaken(entry)
+        retried = type(fut) is PubAckFuture and fut._retry is not None
         fut._finish_raw(data)
+        if retried and pending:
+            self._resend_overtaken(entry)
 
     def _resend_overtaken(self, answered: tuple) -> None:
         """(loop thread) A stream answers the publishes to a subject in the order they were sent: when
@@ -569,10 +570,14 @@ class Publisher:
         stream leader that died with them, while this connection lived). Each of them that the server
         deduplicates (a retry policy) is sent again now, under its token, with a fresh timeout."""
         pending = self._pending
-        oldest = pending[next(iter(pending))]
+        # Caller threads add entries (and take out their own, an interrupted wait) meanwhile.
+        try:
+            oldest = pending.get(next(iter(pending)))
+        except (StopIteration, RuntimeError):  # emptied, or changed between iter() and next()
+            return
         sent = answered[1] - answered[3]
         subject = answered[2]
-        if oldest[2] != subject or oldest[1] - oldest[3] > sent - _OVERTAKEN:
+        if oldest is None or oldest[2] != subject or oldest[1] - oldest[3] > sent - _OVERTAKEN:
             return
         now = time.monotonic()
         resent = 0
@@ -658,7 +663,7 @@ class Publisher:
         # behind it): its PubAck may never come. Those the server deduplicates are sent again as soon
         # as the connection is back, instead of after their timeout. Writes made while disconnected
         # wait in the outbound buffer and go out on reconnect by themselves.
-        self._unsure = [token for token, entry in self._pending.items()
+        self._unsure = [token for token, entry in list(self._pending.items())  # callers add entries meanwhile
                         if type(entry[0]) is PubAckFuture and entry[0]._retry is not None]
 
     def on_reconnected(self) -> None:
