@@ -173,26 +173,35 @@ class JsApi:
         return errors.TimeoutError.after(self._prefix.describe(subject), timeout,
                                          f"attempt {attempt} of {attempts}" if attempts > 1 else "")
 
-    def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Timeout = DEFAULT) -> tuple[bytes, Headers | None]:
+    def request_raw(self, subject: str, payload: Mapping[str, Any], timeout: Timeout = DEFAULT, *,
+                    after_silence: Callable[[float | None], Any] | None = None) -> Any:
         """An idempotent request whose reply is a message, not JSON (direct get); retried.
 
         Returns the reply's payload and its headers decoded from the raw header
         block: multi-valued headers survive (nats-py's ``request()`` keeps only
         the last value of a repeated key) and a status line shows up as the
-        ``Status``/``Description`` pseudo-headers. Blocks at most ``timeout``
-        per attempt. Raises ``JetStreamNotEnabledError`` (no responders),
-        ``TimeoutError``, ``ClientClosedError``.
+        ``Status``/``Description`` pseudo-headers. With ``after_silence``, an
+        attempt after one that got no answer is ``after_silence(timeout)``
+        instead, and its result is returned as it is (then the next goes out as
+        the first did). Blocks at most ``timeout`` per attempt. Raises
+        ``JetStreamNotEnabledError`` (no responders), ``TimeoutError``,
+        ``ClientClosedError``.
         """
         t = self.resolve_timeout(timeout)
         body = _body(payload)
         attempt = 0
+        silent = False
 
-        def once() -> tuple[bytes, Headers | None]:
-            nonlocal attempt
+        def once() -> Any:
+            nonlocal attempt, silent
             attempt += 1
+            if silent and after_silence is not None:
+                silent = False
+                return after_silence(t)
             try:
                 data, raw = self._message_request(subject, body, t)
             except errors.TimeoutError as exc:
+                silent = True
                 raise self.timed_out(subject, t, attempt, True) from exc
             hdrs = decode_headers(raw) if raw else None
             if hdrs is not None and hdrs.get("Status") == "503" and not data:
@@ -219,12 +228,23 @@ class JsApi:
         it): the reply is the message itself, its origin in ``Nats-*`` headers that become the
         ``StoredMsg`` fields and are left out of its headers.
 
-        One idempotent request, retried; blocks at most ``timeout`` per attempt. Raises
-        ``MessageNotFoundError`` (status 404), ``APIError`` (any other status), the errors of
+        One idempotent request, retried; blocks at most ``timeout`` per attempt. An attempt after one
+        that got no answer asks the stream's leader (``STREAM.MSG.GET``) instead: a replica catching up
+        drops direct gets unanswered, and the server hands a request to a replica on the client's own
+        node first, so every retry could meet the same silent replica for as long as it catches up.
+        Raises ``MessageNotFoundError`` (status 404), ``APIError`` (any other status), the errors of
         :meth:`request_raw`.
         """
-        data, hdrs = self.request_raw(self._prefix.direct_get(stream), _get_request(seq, last_by_subj, next_by_subj),
-                                      timeout)
+        request = _get_request(seq, last_by_subj, next_by_subj)
+
+        def from_leader(t: float | None) -> StoredMsg:
+            return StoredMsg.from_response(self.request(self._prefix.msg_get(stream), request, t,
+                                                        idempotent=False)["message"])
+
+        reply = self.request_raw(self._prefix.direct_get(stream), request, timeout, after_silence=from_leader)
+        if isinstance(reply, StoredMsg):
+            return reply
+        data, hdrs = reply
         hdrs = hdrs if hdrs is not None else Headers()
         status = hdrs.get("Status")
         if status:

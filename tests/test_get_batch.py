@@ -3,12 +3,14 @@
 # and a point in time; what comes back checked against what the server stored (one direct get and
 # STREAM.MSG.GET per message); a range larger than one request (the requests counted with the API
 # spy, the next one sent only as the iterator is read); deleted messages skipped, 404 as an empty
-# iterator, 503 and a silent responder as errors; the argument, allow_direct and server-version
+# iterator, 503 and a silent responder as errors; a single direct get left unanswered asked of the
+# stream leader next; the argument, allow_direct and server-version
 # checks made before anything is sent; nothing left subscribed by an iterator left unread.
 from __future__ import annotations
 
 import _thread
 import gc
+import json
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -473,3 +475,42 @@ def test_a_run_with_stored_headers_reads_as_each_reply_decoded_in_full():
     run = _jsapi._columns([b"x"], [odd])
     expected = _jsapi._stored(b"x", odd)[0].headers.multi()
     assert (run.seqs, run.subjects, run.headers[0].multi()) == ([5], ["s.a"], expected)
+
+
+@pytest.mark.timeout(60)
+def test_a_direct_get_a_replica_leaves_unanswered_is_asked_of_the_stream_leader_next(client, nats_server, name):
+    # A replica catching up drops direct gets unanswered, and the server hands a request to a replica on the
+    # client's own node first, so every retry could meet it again: the next attempt asks the leader. Here a
+    # silent responder stands in for that replica and another answers STREAM.MSG.GET as the leader would,
+    # both in a JetStream domain no server serves.
+    js = client.jetstream(domain="fakerep")
+    with jss.connect(nats_server.url, name="fake-replicas") as other:
+        direct = other.subscribe(f"$JS.fakerep.API.DIRECT.GET.{name}")
+        leader = other.subscribe(f"$JS.fakerep.API.STREAM.MSG.GET.{name}")
+        other.flush()
+        answered: list[dict] = []
+
+        def answer_as_leader() -> None:
+            req = leader.next(timeout=20)
+            answered.append(json.loads(req.data))
+            other.publish(req.reply, json.dumps({"type": "io.nats.jetstream.api.v1.stream_msg_get_response",
+                                                 "message": {"subject": f"{name.lower()}.a", "seq": 7, "data": "aGk=",
+                                                             "time": "2026-05-01T10:11:12.5Z"}}))
+
+        thread = threading.Thread(target=answer_as_leader, name="fake-leader")
+        thread.start()
+        try:
+            msg = js._jsapi.direct_get(name, seq=7, timeout=0.5)
+        finally:
+            thread.join(30)
+            direct_requests = []
+            while True:
+                try:
+                    direct_requests.append(direct.next(timeout=0.1))
+                except jss.TimeoutError:
+                    break
+            direct.stop()
+            leader.stop()
+    assert not thread.is_alive()
+    assert (msg.seq, msg.subject, msg.data) == (7, f"{name.lower()}.a", b"hi")
+    assert len(direct_requests) == 1 and answered == [{"seq": 7}]
