@@ -341,6 +341,11 @@ def test_publishes_with_ids_lost_with_their_streams_leader_are_sent_again_once_a
             client.flush(timeout=5)  # the client's node has read them and forwarded them to the frozen leader
         finally:
             nats_cluster.kill_node(victim)
+        # Sent once the others have elected a new leader (sent before the client's node noticed the death,
+        # a publish would be lost the same way, and none would be answered to show the others overtaken).
+        old = nats_cluster.nodes[victim].name
+        wait_for(lambda: js.stream_info(name).cluster.leader not in (None, old), timeout=30,
+                 what="a new leader of the stream")
         later = [pjs.publish_async(subject, b"later %d" % i, msg_id=f"later-{i}", timeout=300) for i in range(5)]
         wait_for(lambda: all(f.done() for f in lost + later), timeout=60,
                  what="every publish to be answered (a lost one otherwise waits out its 300 s)")
