@@ -586,9 +586,7 @@ class Publisher:
             if (entry[2] != subject or entry[1] - entry[3] > sent - _OVERTAKEN or type(fut) is not PubAckFuture
                     or fut._retry is None or fut._state != PENDING):
                 continue
-            timeout = entry[3]
-            pending[token] = (fut, now + timeout, subject, timeout)
-            self._resend(token, fut._retry[1], fut._retry[2])
+            self._send_again(token, entry, now)
             resent += 1
         if resent:
             log.info("jetstream_sync: %d publishes to %r were overtaken by a later one's PubAck: sent again",
@@ -674,13 +672,17 @@ class Publisher:
             if entry is None:
                 continue  # answered, failed or retried under a new token meanwhile
             fut = entry[0]
-            retry = fut._retry
-            if retry is None or fut._state != PENDING:
+            if fut._retry is None or fut._state != PENDING:
                 continue
-            timeout = entry[3]
-            pending[token] = (fut, time.monotonic() + timeout, entry[2], timeout)
             log.debug("jetstream_sync: publish to %r sent again after a reconnect", entry[2])
-            self._resend(token, retry[1], retry[2])
+            self._send_again(token, entry, time.monotonic())
+
+    def _send_again(self, token: bytes, entry: tuple, now: float) -> None:
+        """(loop thread) Write the retried publish of window entry ``entry`` again under ``token`` now,
+        the same attempt with a fresh timeout (its first write was lost)."""
+        fut, _, subject, timeout = entry
+        self._pending[token] = (fut, now + timeout, subject, timeout)
+        self._resend(token, fut._retry[1], fut._retry[2])
 
     def on_closed(self) -> None:
         self.close()
