@@ -362,13 +362,16 @@ def _size(data: bytes, raw: bytes) -> int:
 class ColumnRun(NamedTuple):
     """Messages read together, as columns (in stream order): sequences, subjects, payloads, the times
     they were stored (integer nanoseconds since the Unix epoch) and their stored headers (None for
-    each message without; ``headers`` itself is None when no message of the run has any)."""
+    each message without; ``headers`` itself is None when no message of the run has any). A stored
+    header block is the raw block as received (decoded when a column is built from it), or a
+    ``Headers`` where ``decoded`` says the run holds decoded ones."""
 
     seqs: list[int]
     subjects: list[str]
     datas: list[bytes]
     times_ns: list[int]
-    headers: list[Headers | None] | None
+    headers: list[bytes | Headers | None] | None
+    decoded: bool = False
 
 
 def _columns(datas: list[bytes], raws: list[bytes]) -> ColumnRun:
@@ -381,13 +384,12 @@ def _columns(datas: list[bytes], raws: list[bytes]) -> ColumnRun:
             return ColumnRun(list(map(int, seqs)), list(map(bytes.decode, subjects)), datas,
                              nanos_from_parts(seconds, fractions), None)
     added = [_ADDED.search(raw) for raw in raws]
-    if raws and all(added):  # the server's own headers read by one match each, only the stored ones decoded
+    if raws and all(added):  # the server's own headers read by one match each, the stored ones kept raw
         subjects, seqs, seconds, fractions = zip(*(m.groups() for m in added))  # type: ignore[union-attr]
-        stored = [decode_headers(raw[:m.start() + 2]) or None  # type: ignore[union-attr]
-                  for raw, m in zip(raws, added)]
+        stored: list[bytes | Headers | None] = [raw[:m.start() + 2] for raw, m in zip(raws, added)]  # type: ignore[union-attr]
         return ColumnRun(list(map(int, seqs)), list(map(bytes.decode, subjects)), datas,
                          nanos_from_parts(seconds, fractions), stored)
-    out = ColumnRun([], [], datas, [], [])
+    out = ColumnRun([], [], datas, [], [], decoded=True)
     for raw, data in zip(raws, datas):
         msg = _stored(data, raw)[0]
         out.seqs.append(msg.seq)

@@ -23,6 +23,7 @@ import attrs
 
 from . import errors
 from ._protocol import check_subject
+from ._header_columns import header_columns
 from ._headers import Headers
 from ._jsapi import ColumnRun
 from ._time import format_time
@@ -34,8 +35,6 @@ __all__ = ["ARROW_EXTRA", "DECODINGS", "RangeSpec", "arrow_schema", "iter_batche
 ARROW_EXTRA = "jetstream-sync[arrow]"
 #: What ``decode=`` takes.
 DECODINGS = (None, "utf-8", "json")
-#: The header a message id is stored under.
-MSG_ID = "Nats-Msg-Id"
 #: Messages asked for by the first no-wait pull when the stream does not allow direct gets; the next
 #: pulls ask for as many as _PULL_BYTES holds at the sizes seen so far, up to _FETCH_MAX (fewer round
 #: trips for small messages, a bounded pull for large ones, and no max_bytes a message could exceed).
@@ -192,19 +191,20 @@ def _ordered_runs(js: Any, stream: str, spec: RangeSpec, start: int, end: int, t
             subjects: list[str] = []
             datas: list[bytes] = []
             times: list[int] = []
-            headers: list[Headers | None] = []
+            headers: list[bytes | None] = []
             with_headers = False
             done = False
             with oc.fetch_no_wait(max(1, min(ask, end - nxt)) if nxt else ask) as batch:
-                for msg in batch:  # per message: no Headers object for a message that has none
+                for msg in batch:  # per message: the header block kept raw, decoded a batch at a time
                     seq, _, pending, ts_ns = msg.metadata_numbers()
                     seqs.append(seq)
                     subjects.append(msg.subject)
                     datas.append(msg.data)
                     times.append(ts_ns)
-                    if msg._raw_headers:
+                    raw = msg._raw_headers
+                    if raw:
                         with_headers = True
-                        headers.append(msg.headers)
+                        headers.append(raw)
                     else:
                         headers.append(None)
                     nxt = seq + 1
@@ -308,7 +308,8 @@ class _Builder:
         self.subjects: list[str] = []
         self.datas: list[bytes] = []
         self.times: list[int] = []
-        self.headers: list[Headers | None] | None = None  # None while no row has headers
+        self.headers: list[bytes | Headers | None] | None = None  # None while no row has headers
+        self.decoded = False  # a row's headers came decoded (else all are raw blocks or None)
 
     def add(self, run: ColumnRun) -> Iterator[Any]:
         """Take ``run``; yield the record batches it completes."""
@@ -326,6 +327,7 @@ class _Builder:
                 self.headers = [None] * self.rows
             if self.headers is not None:
                 self.headers += part.headers if part.headers is not None else [None] * k
+                self.decoded = self.decoded or part.decoded
             self.rows += k
             taken += k
             if self.rows >= self.size:
@@ -339,9 +341,7 @@ class _Builder:
                                               pa.array([], pa.list_(pa.string())))
             msg_id = pa.nulls(n, pa.string())
         else:
-            headers = pa.array([list(h.multi().items()) if h else [] for h in self.headers],
-                               self.schema.field("headers").type)
-            msg_id = pa.array([h.get(MSG_ID) if h else None for h in self.headers], pa.string())
+            headers, msg_id = header_columns(pa, self.headers, self.schema.field("headers").type, raw=not self.decoded)
         arrays = [
             pa.array(self.subjects, pa.string()),
             pa.array(self.datas, pa.binary()),
@@ -361,7 +361,7 @@ class _Builder:
 def _slice(run: ColumnRun, lo: int, hi: int) -> ColumnRun:
     """The messages ``lo`` to ``hi`` (exclusive) of ``run``."""
     return ColumnRun(run.seqs[lo:hi], run.subjects[lo:hi], run.datas[lo:hi], run.times_ns[lo:hi],
-                     None if run.headers is None else run.headers[lo:hi])
+                     None if run.headers is None else run.headers[lo:hi], run.decoded)
 
 
 def _decoded(pa: Any, batch: Any, decode: str, seqs: list[int], datas: list[bytes]) -> Any:

@@ -20,7 +20,7 @@ import pytest
 
 import jetstream_sync as jss
 from jetstream_sync import _jsapi
-from jetstream_sync._headers import encode_headers
+from jetstream_sync._headers import decode_headers, encode_headers
 from jetstream_sync._time import format_time, parse_time, time_from_parts, times_from_parts
 
 from conftest import assert_sends_nothing, publish_n, wait_for
@@ -468,13 +468,14 @@ def test_a_run_with_stored_headers_reads_as_each_reply_decoded_in_full():
     assert run.subjects == [m.subject for m in full] == ["s.a", "s.b", "s.c"]
     assert run.times_ns == [m.time.timestamp_ns() for m in full]
     assert run.datas == datas
-    assert [h and h.multi() for h in run.headers] == [m.headers and m.headers.multi() for m in full] == [
+    stored = [decode_headers(h) or None for h in run.headers]  # kept raw, decoded when a column is built
+    assert [h and h.multi() for h in stored] == [m.headers and m.headers.multi() for m in full] == [
         {"Nats-Msg-Id": ["a"], "k": ["v1", "v2"]}, None, {"Nats-Stream": ["OTHER"], "Nats-Subject": ["t.x"]}]
     # A block of another shape (a header the server added after its own) is still decoded in full.
     odd = raws[0][:-2] + b"Nats-Extra: 1\r\n\r\n"
     run = _jsapi._columns([b"x"], [odd])
     expected = _jsapi._stored(b"x", odd)[0].headers.multi()
-    assert (run.seqs, run.subjects, run.headers[0].multi()) == ([5], ["s.a"], expected)
+    assert (run.seqs, run.subjects, run.headers[0].multi(), run.decoded) == ([5], ["s.a"], expected, True)
 
 
 @pytest.mark.timeout(60)
