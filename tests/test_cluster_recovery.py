@@ -19,6 +19,7 @@ import time
 import urllib.request
 import uuid
 
+import attrs
 import pytest
 
 import jetstream_sync as jss
@@ -399,6 +400,14 @@ def test_a_streaming_reads_planning_asks_again_when_a_replicated_stream_says_les
         monkeypatch.setattr(_reads, "_LEADER_SETTLE", 0.5)
         with pytest.raises(_reads.DataLossError, match="below the checkpointed offset 100"):
             reader.latestOffset({name: 100}, None)
+        # With failOnDataLoss=false nothing is read until the stream passes the offset anyway: asked once,
+        # no settle wait in every micro-batch.
+        lenient = _reads.JetStreamStreamReader(attrs.evolve(settings, fail_on_data_loss=False), _reads.READ_SCHEMA)
+        asked: list[int] = []
+        lenient_bounds = lenient._bounds
+        monkeypatch.setattr(lenient, "_bounds", lambda: asked.append(1) or lenient_bounds())
+        assert lenient.latestOffset({name: 100}, None) == {name: 100}
+        assert len(asked) == 1
     finally:
         try:
             admin.jetstream().delete_stream(name)

@@ -384,8 +384,8 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if start is None:  # PySpark < 4.2 asks without a start: no read limit possible
             return {s.stream: last}
         current = self._seq(start, "start")
-        if last < current and self._mode is not None and self._mode[1]:
-            first, last = self._settled(current)
+        if last < current and s.fail_on_data_loss and self._mode is not None and self._mode[1]:
+            first, last = self._settled(current)  # only before failing: lenient, it just waits for more
         if last < current:
             if s.fail_on_data_loss:
                 raise DataLossError(
