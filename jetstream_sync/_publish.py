@@ -20,11 +20,12 @@
 #         it keeps its window slot through the backoff, and its future ends only with the last attempt.
 #         Those written before the connection dropped are sent again as soon as it is back (their
 #         PubAck may have died with the old connection or its node), and those overtaken by the
-#         answer to a later publish to their subject (lost with a stream leader that died) at once:
-#         neither waits out its timeout.
+#         answer to a later publish to their subject (lost with a stream leader that died) at the
+#         next sweep (within 0.25 s): neither waits out its timeout.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import itertools
 import json
@@ -329,6 +330,9 @@ class Publisher:
         self._closed = False
         #: (loop thread) Tokens of retried publishes written before the connection dropped.
         self._unsure: list[bytes] = []
+        #: (loop thread) subject -> when the newest retried publish to it answered since the last sweep
+        #: was sent: the sweep sends again those to it still waiting that were sent well before.
+        self._answered_sent: dict[str, float] = {}
 
     def _ensure_started(self) -> None:
         with self._start_lock:
@@ -558,39 +562,12 @@ class Publisher:
             if err:
                 self._end(entry, errors.api_error_from(err, subject=subject))
                 return
-        retried = type(fut) is PubAckFuture and fut._retry is not None
+        if type(fut) is PubAckFuture and fut._retry is not None:
+            sent = entry[1] - entry[3]  # deadline - timeout
+            answered = self._answered_sent
+            if sent > answered.get(subject, 0.0):
+                answered[subject] = sent
         fut._finish_raw(data)
-        if retried and pending:
-            self._resend_overtaken(entry)
-
-    def _resend_overtaken(self, answered: tuple) -> None:
-        """(loop thread) A stream answers the publishes to a subject in the order they were sent: when
-        ``answered`` (a retried publish's window entry) was sent more than ``_OVERTAKEN`` s after the
-        oldest publish still waiting, to the same subject, those older ones were lost on the way (a
-        stream leader that died with them, while this connection lived). Each of them that the server
-        deduplicates (a retry policy) is sent again now, under its token, with a fresh timeout."""
-        pending = self._pending
-        # Caller threads add entries (and take out their own, an interrupted wait) meanwhile.
-        try:
-            oldest = pending.get(next(iter(pending)))
-        except (StopIteration, RuntimeError):  # emptied, or changed between iter() and next()
-            return
-        sent = answered[1] - answered[3]
-        subject = answered[2]
-        if oldest is None or oldest[2] != subject or oldest[1] - oldest[3] > sent - _OVERTAKEN:
-            return
-        now = time.monotonic()
-        resent = 0
-        for token, entry in list(pending.items()):
-            fut = entry[0]
-            if (entry[2] != subject or entry[1] - entry[3] > sent - _OVERTAKEN or type(fut) is not PubAckFuture
-                    or fut._retry is None or fut._state != PENDING):
-                continue
-            self._send_again(token, entry, now)
-            resent += 1
-        if resent:
-            log.info("jetstream_sync: %d publishes to %r were overtaken by a later one's PubAck: sent again",
-                     resent, subject)
 
     def fail(self, token: bytes, exc: BaseException) -> None:
         """End one publish with ``exc`` (its write failed, or it timed out)."""
@@ -646,14 +623,36 @@ class Publisher:
         try:
             while True:
                 await asyncio.sleep(_SWEEP_INTERVAL)
+                answered, self._answered_sent = self._answered_sent, {}
                 if not self._pending:
                     continue
                 now = time.monotonic()
-                for token, (fut, deadline, subject, timeout) in list(self._pending.items()):
+                resent: collections.Counter = collections.Counter()
+                for token, entry in list(self._pending.items()):
+                    fut, deadline, subject, timeout = entry
                     if deadline <= now:
                         self.fail(token, _timed_out(fut, subject, timeout))
+                    elif answered and subject in answered and self._resend_if_overtaken(
+                            token, entry, answered[subject], now):
+                        resent[subject] += 1
+                for subject, n in resent.items():
+                    log.info("jetstream_sync: %d publishes to %r were overtaken by a later one's PubAck: sent "
+                             "again", n, subject)
         finally:
             self.close()
+
+    def _resend_if_overtaken(self, token: bytes, entry: tuple, answered_sent: float, now: float) -> bool:
+        """(loop thread) A stream answers the publishes to a subject in the order they were sent: when a
+        publish to the same subject sent more than ``_OVERTAKEN`` s after this window entry's was answered
+        (``answered_sent``: when it was sent), this one was lost on the way (a stream leader that died with
+        it while this connection lived). If the server deduplicates it (a retry policy) and it still
+        waits, it is sent again now, under its token, with a fresh timeout (True)."""
+        fut, deadline, _, timeout = entry
+        if (deadline - timeout < answered_sent - _OVERTAKEN and type(fut) is PubAckFuture
+                and fut._retry is not None and fut._state == PENDING):
+            self._send_again(token, entry, now)
+            return True
+        return False
 
     # connection events (loop thread)
     def on_disconnected(self) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 import jetstream_sync as jss
 from conftest import wait_for
+from jetstream_sync import _publish
 from jetstream_sync._publish import publish_headers, publish_parts
 
 
@@ -554,6 +555,58 @@ def test_publishes_buffered_while_disconnected_are_acked_after_reconnect(fresh_s
         js.publish_async_complete(timeout=15)
         assert sorted(f.result(0).seq for f in futures) == [2, 3, 4]
         assert js.stream_info("BUFFERED").state.messages == 4
+
+
+@pytest.mark.timeout(60)
+def test_publishes_lost_on_their_way_are_sent_again_once_a_later_one_to_their_subject_is_answered(
+        client, nats_server, monkeypatch):
+    # A stream answers one subject's publishes in order, so an answer to a publish sent well after an
+    # unanswered one to the same subject means that one was lost (a stream leader that died with it). A
+    # responder stands in for two streams here: it drops the first publish to each of two subjects and
+    # answers everything else. Each lost one is sent again long before its 300 s timeout, whichever
+    # subject's answer comes first; a publish without a msg_id is never sent twice.
+    monkeypatch.setattr(_publish, "_OVERTAKEN", 0.2)
+    seen: list[tuple[str, str | None]] = []
+    done = threading.Event()
+    with jss.connect(nats_server.url) as helper:
+        arrivals = helper.subscribe("ovt.>")
+        helper.flush(timeout=10)
+
+        def stream_stand_in() -> None:
+            seq = 0
+            while not done.is_set():
+                try:
+                    msg = arrivals.next(timeout=0.1)
+                except jss.TimeoutError:
+                    continue
+                msg_id = msg.headers.get("Nats-Msg-Id") if msg.headers else None
+                seen.append((msg.subject, msg_id))
+                if msg_id in ("a1", "b1", None) and seen.count((msg.subject, msg_id)) == 1:
+                    continue  # lost on its way
+                seq += 1
+                helper.publish(msg.reply, b'{"stream": "S", "seq": %d}' % seq)
+
+        responder = threading.Thread(target=stream_stand_in, name="test-stream-stand-in")
+        responder.start()
+        try:
+            js = client.jetstream(retry=jss.RetryPolicy(attempts=3))
+            lost = [js.publish_async("ovt.a", b"1", msg_id="a1", timeout=300),
+                    js.publish_async("ovt.b", b"1", msg_id="b1", timeout=300)]
+            no_id = js.publish_async("ovt.b", b"0", timeout=300)
+            wait_for(lambda: len(seen) == 3, timeout=10)
+            time.sleep(0.3)  # what makes the later publishes "well after": the clock itself
+            later = [js.publish_async("ovt.b", b"2", msg_id="b2", timeout=300),
+                     js.publish_async("ovt.a", b"2", msg_id="a2", timeout=300)]
+            acks = [f.result(timeout=20) for f in later + lost]
+        finally:
+            done.set()
+            responder.join(10)
+            arrivals.stop()
+    assert not responder.is_alive()
+    assert all(not a.duplicate for a in acks)
+    assert seen.count(("ovt.a", "a1")) == 2 and seen.count(("ovt.b", "b1")) == 2
+    assert seen.count(("ovt.b", None)) == 1 and not no_id.done()  # never sent twice; waits its timeout
+    no_id.cancel()
 
 
 @pytest.mark.timeout(60)
