@@ -73,6 +73,14 @@ TARGETS = (
     ("get() + readinto        vs raw fetch loop      ", "jss_get", "raw_fetch", 0.8),
     ("get() + readinto        vs raw ordered messages", "jss_get", "raw_messages", 0.8),
 )
+#: What the digest costs: the raw cases with the SHA-256 of every chunk added (the lowest an object
+#: store's put and get can cost), against the raw cases and against put() and get().
+SHA_RATIOS = (
+    ("raw publish_async + SHA-256 vs raw publish_async   ", "raw_put_sha", "raw_put"),
+    ("raw messages + SHA-256      vs raw ordered messages", "raw_messages_sha", "raw_messages"),
+    ("put()                       vs raw publish_async + SHA-256", "jss_put", "raw_put_sha"),
+    ("get() + readinto            vs raw messages + SHA-256", "jss_get", "raw_messages_sha"),
+)
 #: The peak RSS growth of put() and get() stays below this many MiB (what the tests ask of 64 MiB objects).
 RSS_LIMIT_MIB = 32
 RSS_CHILDREN = (
@@ -157,12 +165,17 @@ def jss_put(js: jss.JetStream, data: bytes, chunk_size: int) -> Timed:
     return clock.stop()
 
 
-def raw_put(js_window: jss.JetStream, subject: str, data: bytes, chunk_size: int) -> tuple[Timed, list]:
-    """The chunks as a plain publish_async loop through a window of the same bytes as put()'s."""
+def raw_put(js_window: jss.JetStream, subject: str, data: bytes, chunk_size: int,
+            sha: Any = None) -> tuple[Timed, list]:
+    """The chunks as a plain publish_async loop through a window of the same bytes as put()'s (and each
+    chunk into ``sha`` first, when given: the raw work plus the digest every object store computes)."""
     futures = []
     clock = Clock()
     for i in range(0, len(data), chunk_size):
-        futures.append(js_window.publish_async(subject, data[i:i + chunk_size]))
+        chunk = data[i:i + chunk_size]
+        if sha is not None:
+            sha.update(chunk)
+        futures.append(js_window.publish_async(subject, chunk))
     js_window.publish_async_complete(timeout=CASE_TIMEOUT)
     return clock.stop(), futures
 
@@ -216,8 +229,9 @@ def raw_fetch(js: jss.JetStream, chunks: int, batch: int) -> tuple[Timed, int, i
         oc.close()
 
 
-def raw_messages(js: jss.JetStream, chunks: int) -> tuple[Timed, int, int]:
-    """An ordered consumer's ``messages(max_bytes=)`` with the reader's byte budget, as the reader pulls."""
+def raw_messages(js: jss.JetStream, chunks: int, sha: Any = None) -> tuple[Timed, int, int]:
+    """An ordered consumer's ``messages(max_bytes=)`` with the reader's byte budget, as the reader pulls
+    (each chunk into ``sha`` too, when given)."""
     n = count = 0
     clock = Clock()
     oc = js.ordered_consumer(RAW_GET_STREAM)
@@ -225,7 +239,10 @@ def raw_messages(js: jss.JetStream, chunks: int) -> tuple[Timed, int, int]:
         stream = oc.messages(max_bytes=READ_BUFFER_BYTES)
         try:
             while count < chunks:
-                n += len(stream.next(timeout=30.0).data)
+                data = stream.next(timeout=30.0).data
+                if sha is not None:
+                    sha.update(data)
+                n += len(data)
                 count += 1
         finally:
             stream.stop()
@@ -281,6 +298,11 @@ class Bench:
             Case("raw_fetch", f"jss raw    ordered fetch({self.window}) loop", big, self.case_raw_fetch),
             Case("raw_messages", f"jss raw    ordered messages({READ_BUFFER_BYTES // MiB} MiB)", big,
                  self.case_raw_messages),
+            # The raw work plus the SHA-256 of every chunk: what no object store can go below.
+            Case("raw_put_sha", f"jss raw    publish_async loop w={self.window} + SHA-256", big,
+                 self.case_raw_put_sha),
+            Case("raw_messages_sha", f"jss raw    ordered messages({READ_BUFFER_BYTES // MiB} MiB) + SHA-256", big,
+                 self.case_raw_messages_sha),
         ]
 
     def _connect(self) -> None:
@@ -402,11 +424,18 @@ class Bench:
         self.js.delete_object_store(PUT_BUCKET)
         return timed
 
-    def case_raw_put(self) -> Timed:
+    def case_raw_put(self, sha: Any = None) -> Timed:
         self.fresh_stream(RAW_PUT_STREAM, RAW_PUT_SUBJECT)
-        timed, futures = raw_put(self.js_window, RAW_PUT_SUBJECT, self.data, self.chunk)
+        timed, futures = raw_put(self.js_window, RAW_PUT_SUBJECT, self.data, self.chunk, sha)
         self.check_stream("raw publish_async loop", RAW_PUT_STREAM, futures)
         self.js.delete_stream(RAW_PUT_STREAM)
+        return timed
+
+    def case_raw_put_sha(self) -> Timed:
+        sha = hashlib.sha256()
+        timed = self.case_raw_put(sha)
+        if "SHA-256=" + base64.urlsafe_b64encode(sha.digest()).decode() != self.digest:
+            fail("raw publish_async loop + SHA-256: the digest is not the data's")
         return timed
 
     def case_nats_get(self) -> Timed:
@@ -439,10 +468,17 @@ class Bench:
             fail(f"raw fetch loop: read {n} bytes in {count} messages, expected {self.size} in {self.chunks}")
         return timed
 
-    def case_raw_messages(self) -> Timed:
-        timed, n, count = raw_messages(self.js, self.chunks)
+    def case_raw_messages(self, sha: Any = None) -> Timed:
+        timed, n, count = raw_messages(self.js, self.chunks, sha)
         if (n, count) != (self.size, self.chunks):
             fail(f"raw ordered messages: read {n} bytes in {count} messages, expected {self.size} in {self.chunks}")
+        return timed
+
+    def case_raw_messages_sha(self) -> Timed:
+        sha = hashlib.sha256()
+        timed = self.case_raw_messages(sha)
+        if "SHA-256=" + base64.urlsafe_b64encode(sha.digest()).decode() != self.digest:
+            fail("raw ordered messages + SHA-256: the digest is not the data's")
         return timed
 
     def run_case(self, case: Case) -> RoundResult:
@@ -613,6 +649,8 @@ def print_table(bench: Bench, results: dict[str, list[RoundResult]], rss: dict[s
             print(f"peak RSS growth of {label:<27}: {growth:5.1f} MiB  (target < {RSS_LIMIT_MIB} MiB)  {verdict}")
     print(f"(no target) get() + readinto vs nats-py obs.get(writeinto=): "
           f"{rate['jss_get'] / rate['nats_get_writeinto']:5.2f}x")
+    for label, num, den in SHA_RATIOS:
+        print(f"(no target) {label}: {rate[num] / rate[den]:5.2f}x  client CPU {cpu[num]:.1f} vs {cpu[den]:.1f} ms/MiB")
     print(f"load average at end: {load()}")
 
 

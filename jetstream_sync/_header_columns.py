@@ -4,7 +4,8 @@
 # Rule 2: the result equals decoding every block with ``_headers.decode_headers`` (keys and values
 #         stripped, every value of a repeated key kept in order, the first one as ``msg_id``). Blocks of
 #         the common shape ("NATS/1.0", then "Key: value" lines, each key once) are split by Arrow
-#         kernels, a few calls per batch and no Python object per row; a batch holding anything else
+#         kernels, a few calls per batch (a Python list per row only for rows with several headers, to
+#         look for a repeated key); a batch holding anything else
 #         (a status line, a repeated key, bytes that are not UTF-8) is decoded block by block.
 from __future__ import annotations
 
@@ -93,9 +94,10 @@ def _by_kernels(pa: Any, blocks: Sequence[bytes | None], map_type: Any) -> tuple
 def _counting(pa: Any, n: int) -> Any:
     """The int32 array ``0, 1, ..., n - 1`` (a slice of one kept array, grown as needed)."""
     global _COUNTING
-    if len(_COUNTING) < n:
-        _COUNTING = pa.array(range(max(n, 2 * len(_COUNTING), 1 << 14)), pa.int32())
-    return _COUNTING[:n]
+    counting = _COUNTING  # read once: another thread may replace it meanwhile, with a shorter one
+    if len(counting) < n:
+        counting = _COUNTING = pa.array(range(max(n, 2 * len(counting), 1 << 14)), pa.int32())
+    return counting[:n]
 
 
 _COUNTING: Any = ()

@@ -361,10 +361,11 @@ def _size(data: bytes, raw: bytes) -> int:
 
 class ColumnRun(NamedTuple):
     """Messages read together, as columns (in stream order): sequences, subjects, payloads, the times
-    they were stored (integer nanoseconds since the Unix epoch) and their stored headers (None for
-    each message without; ``headers`` itself is None when no message of the run has any). A stored
-    header block is the raw block as received (decoded when a column is built from it), or a
-    ``Headers`` where ``decoded`` says the run holds decoded ones."""
+    they were stored (integer nanoseconds since the Unix epoch) and their stored headers (``headers``
+    is None when no message of the run has any). A stored header block is the raw block as received,
+    decoded when a column is built from it (None, or a block with no header line, for a message
+    without), or a ``Headers`` (None for a message without) where ``decoded`` says the run holds
+    decoded ones."""
 
     seqs: list[int]
     subjects: list[str]

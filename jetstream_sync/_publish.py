@@ -660,8 +660,10 @@ class Publisher:
         # behind it): its PubAck may never come. Those the server deduplicates are sent again as soon
         # as the connection is back, instead of after their timeout. Writes made while disconnected
         # wait in the outbound buffer and go out on reconnect by themselves.
+        now = time.monotonic()  # one in a retry backoff is written when the backoff ends, not before
         self._unsure = [token for token, entry in list(self._pending.items())  # callers add entries meanwhile
-                        if type(entry[0]) is PubAckFuture and entry[0]._retry is not None]
+                        if type(entry[0]) is PubAckFuture and entry[0]._retry is not None
+                        and entry[1] - entry[3] <= now]
 
     def on_reconnected(self) -> None:
         tokens, self._unsure = self._unsure, []

@@ -73,20 +73,29 @@ def test_no_rows_and_rows_without_headers():
     assert columns([None, None]) == ([[], []], [None, None])
 
 
-def test_random_blocks_decode_as_each_alone():
+@pytest.mark.parametrize("repeats", [False, True])
+def test_random_blocks_decode_as_each_alone(repeats, monkeypatch):
     rnd = random.Random(7)
-    names = ["Nats-Msg-Id", "A", "b", "Content-Type", " sp ", ""]
-    values = ["", "v", " padded ", "x:y", "\u00e9", "123"]
+    names = ["Nats-Msg-Id", "A", "b", "Content-Type", " sp ", "", "in side", "\x1c", "\u00a0k\u00a0"]
+    values = ["", "v", " padded ", "x:y", "\u00e9", "123", "\t tab", "a\nb", "\u2003wide\u2003", "\u00a0"]
+    by_rows = []
+    if not repeats:  # every block of the common shape: the kernels take every batch
+        rows = _header_columns._by_rows
+        monkeypatch.setattr(_header_columns, "_by_rows", lambda *a: by_rows.append(a) or rows(*a))
 
     def block():
         if rnd.random() < 0.1:
             return None
-        lines = [f"{rnd.choice(names)}:{rnd.choice(values)}" for _ in range(rnd.randint(0, 4))]
+        keys = [rnd.choice(names) for _ in range(rnd.randint(0, 4))]
+        if not repeats:
+            keys = list(dict.fromkeys(k.strip() for k in keys))  # each key once, as it will be read
+        lines = [f"{k}:{rnd.choice(values)}" for k in keys]
         return ("NATS/1.0\r\n" + "".join(line + "\r\n" for line in lines) + rnd.choice(["", "\r\n"])).encode()
 
     for _ in range(50):
         blocks = [block() for _ in range(rnd.randint(1, 40))]
         assert columns(blocks) == expected(blocks)
+    assert not by_rows
 
 
 def test_a_batch_larger_than_any_before_counts_on():
