@@ -432,10 +432,14 @@ class Bench:
         return timed
 
     def case_raw_put_sha(self) -> Timed:
+        return self.hashed("raw publish_async loop + SHA-256", self.case_raw_put)
+
+    def hashed(self, label: str, case: Callable[[Any], Timed]) -> Timed:
+        """``case`` run with a SHA-256 of every chunk; its digest must be the data's."""
         sha = hashlib.sha256()
-        timed = self.case_raw_put(sha)
+        timed = case(sha)
         if "SHA-256=" + base64.urlsafe_b64encode(sha.digest()).decode() != self.digest:
-            fail("raw publish_async loop + SHA-256: the digest is not the data's")
+            fail(f"{label}: the digest is not the data's")
         return timed
 
     def case_nats_get(self) -> Timed:
@@ -475,11 +479,7 @@ class Bench:
         return timed
 
     def case_raw_messages_sha(self) -> Timed:
-        sha = hashlib.sha256()
-        timed = self.case_raw_messages(sha)
-        if "SHA-256=" + base64.urlsafe_b64encode(sha.digest()).decode() != self.digest:
-            fail("raw ordered messages + SHA-256: the digest is not the data's")
-        return timed
+        return self.hashed("raw ordered messages + SHA-256", self.case_raw_messages)
 
     def run_case(self, case: Case) -> RoundResult:
         timed = case.run()
