@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 import weakref
-from concurrent.futures._base import FINISHED, PENDING
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import errors
@@ -72,6 +72,8 @@ _SWEEP_INTERVAL = 0.25
 #: for that one to count as lost (answers to one stream come in order; a healthy reordering is far shorter).
 _OVERTAKEN = 1.0
 _LAZY = object()
+#: The states a future never leaves.
+_ENDED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 # Guards the lazy creation of a future's Condition against a result arriving
 # at the same moment; held for a few bytecodes only.
 _CONDITION_LOCK = threading.Lock()
@@ -176,7 +178,8 @@ class PubAckFuture(concurrent.futures.Future):
     It behaves as any Future (``result``, ``exception``, ``add_done_callback``,
     ``concurrent.futures.wait``), but creates its lock only when someone
     waits on it or adds a callback, and parses the server's reply into a
-    :class:`PubAck` only when ``result()`` is first called.
+    :class:`PubAck` only when ``result()`` is first called. ``done()``, and
+    ``exception()`` or ``result()`` of a future already finished, take no lock.
     """
 
     #: A retried publish's (policy, PUB bytes before the reply subject, after it, the attempt under way,
@@ -200,8 +203,16 @@ class PubAckFuture(concurrent.futures.Future):
                 cond = self.__dict__["_condition"] = threading.Condition()
             return cond
 
+    def done(self) -> bool:
+        return self._state in _ENDED  # a final state, read as it is: no Condition made for a look
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == FINISHED:  # final: no Condition made, no wait
+            return self._exception
+        return super().exception(timeout)
+
     def result(self, timeout: float | None = None) -> PubAck:
-        res = super().result(timeout)
+        res = super().result(timeout) if self._state != FINISHED or self._exception is not None else self._result
         if res is _LAZY:
             res = _parse_puback(self._raw)
             self._result = res

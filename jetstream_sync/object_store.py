@@ -539,12 +539,15 @@ def _answered(fut: "concurrent.futures.Future", wait: float | None, subject: str
     """Block until one chunk's publish is answered; raise its error. The publisher ends a publish left
     unanswered with a TimeoutError naming it at its first sweep after the deadline (``wait`` from when it
     was sent), so this waits a little longer than that: a bare wait running out first would raise
-    ``concurrent.futures``' TimeoutError, which says nothing. Should even that pass, ours is raised."""
-    if wait is not None:
+    ``concurrent.futures``' TimeoutError, which says nothing. Should even that pass, ours is raised. A
+    chunk answered already costs a look at its state (no lock, no wait, the PubAck not parsed)."""
+    if wait is not None and not fut.done():
         concurrent.futures.wait([fut], timeout=wait + _ANSWER_GRACE)
         if not fut.done():
             raise errors.TimeoutError.after(f"publish to {subject!r}", wait, "no PubAck from the server")
-    fut.result()
+    exc = fut.exception()
+    if exc is not None:
+        raise exc
 
 
 def _settle(in_flight: collections.deque, limit: float | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import concurrent.futures
 import os
 import signal
 import sys
@@ -555,6 +556,33 @@ def test_publishes_buffered_while_disconnected_are_acked_after_reconnect(fresh_s
         js.publish_async_complete(timeout=15)
         assert sorted(f.result(0).seq for f in futures) == [2, 3, 4]
         assert js.stream_info("BUFFERED").state.messages == 4
+
+
+def test_a_publish_async_future_answered_already_is_read_without_a_lock_and_parsed_only_by_result():
+    # Millions of futures: looking at one that is answered makes no Condition (what waiting would need),
+    # and only result() turns the server's reply into a PubAck.
+    answered = _publish.PubAckFuture()
+    answered._finish_raw(b'{"stream": "S", "seq": 7}')
+    assert answered.done() and answered.exception() is None and answered.exception(timeout=0) is None
+    assert "_condition" not in answered.__dict__ and answered._result is _publish._LAZY
+    assert answered.result() == jss.PubAck(stream="S", seq=7) and answered.result(timeout=0).seq == 7
+    assert "_condition" not in answered.__dict__
+    failed = _publish.PubAckFuture()
+    failed._fail(jss.JetStreamError("no"))
+    assert failed.done() and str(failed.exception()) == "no"
+    with pytest.raises(jss.JetStreamError, match="no"):
+        failed.result()
+    cancelled = _publish.PubAckFuture()
+    assert not cancelled.done() and cancelled.cancel() and cancelled.done()
+    with pytest.raises(concurrent.futures.CancelledError):
+        cancelled.exception()
+    with pytest.raises(concurrent.futures.CancelledError):
+        cancelled.result()
+    pending = _publish.PubAckFuture()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        pending.exception(timeout=0.01)
+    with pytest.raises(concurrent.futures.TimeoutError):
+        pending.result(timeout=0.01)
 
 
 @pytest.mark.timeout(60)
