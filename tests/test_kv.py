@@ -142,6 +142,7 @@ def test_get_many_reads_the_current_values_of_many_keys_in_one_request_per_1024_
     kv.purge("k.7")
     mark = api_spy.mark(js)
     found = kv.get_many(["never", *reversed(keys), "k.1"])
+    api_spy.sync(js)  # the spy receives asynchronously: everything sent before the sentinel is in
     gets = [s for s in api_spy.since(mark) if ".DIRECT.GET." in s]
     assert len(gets) == 2  # 1,103 distinct keys: two batch direct gets
     assert list(found) == [k for k in reversed(keys) if k not in ("k.6", "k.7")]
@@ -330,6 +331,7 @@ def test_keys_filters_run_on_the_server(api_spy, js, kv):
         kv.put(key, b"1")
     mark = api_spy.mark(js)
     assert sorted(kv.keys("t.*")) == ["t.1", "t.2"]
+    api_spy.sync(js)
     creates = [s for s in api_spy.since(mark) if ".CONSUMER.CREATE." in s]
     assert creates and all(s.endswith(f"$KV.{kv.bucket}.t.*") for s in creates)
     assert sorted(kv.keys("t.>", "v.*")) == ["t.1", "t.2", "t.3.x", "v.9"]
